@@ -1,0 +1,34 @@
+// MatMul: y = x * W^T for a weight W stored in any supported dtype, reading the
+// quantized blocks directly (no dequantized copy of W).
+//   w: [n_out rows, n_in cols] (GGML ne0 = n_in, ne1 = n_out)
+//   x: [n_tokens, n_in]  f32, row-major
+//   y: [n_tokens, n_out] f32, row-major
+// Decode (n_tokens small) is bandwidth-bound GEMV; prefill is a blocked GEMM.
+// ISA (AVX-512 / AVX2 / scalar) is chosen once at run time.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "tensor/tensor_view.h"
+
+namespace pagoda::kernels {
+
+// Validates that w can be used by MatMul (type supported, ne0 a multiple of the block size).
+Status CheckMatMulWeight(const TensorView& w);
+
+// w must have passed CheckMatMulWeight. Thread-safe only per pool.
+void MatMul(const TensorView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// Scalar reference twin (dequantize row, double accumulation). For tests.
+void MatMulReference(const TensorView& w, const float* x, int64_t n_tokens, float* y);
+
+enum class Isa { kScalar, kAvx2, kAvx512 };
+Isa DetectedIsa();
+// Forces an ISA (tests compare every path); must not exceed DetectedIsa().
+void SetIsaForTesting(Isa isa);
+Isa ActiveIsa();
+const char* IsaName(Isa isa);
+
+}  // namespace pagoda::kernels
