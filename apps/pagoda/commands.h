@@ -1,0 +1,15 @@
+// Subcommands of the `pagoda` binary. Each parses its own flags (CLI11),
+// wires library objects and returns the process exit code (0 ok, 1 error,
+// 2 usage). No engine logic lives in apps/.
+#pragma once
+
+namespace pagoda::cli {
+
+int CmdGenerate(int argc, char** argv);
+int CmdInspect(int argc, char** argv);
+int CmdBench(int argc, char** argv);
+int CmdMakeModel(int argc, char** argv);
+int CmdImportTokenizer(int argc, char** argv);
+int CmdTokenize(int argc, char** argv);
+
+}  // namespace pagoda::cli
