@@ -1,0 +1,136 @@
+// MatMul throughput: GEMV (1 token, decode) and GEMM (512 tokens, prefill)
+// for each weight type on the 1B-Llama shapes (2048x2048 attention,
+// 8192x2048 FFN up/gate). Counters: GB/s of weight bytes read, GFLOP/s.
+//
+//   matmul_bench [--threads=N] [--benchmark_filter=Q4_0]
+// PAGODA_ISA=avx2|scalar lowers the ISA for A/B runs.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quantize.h"
+
+namespace pagoda::kernels {
+namespace {
+
+int g_threads = 2;
+
+ThreadPool& Pool() {
+  static ThreadPool pool(g_threads);
+  return pool;
+}
+
+// GEMV weights are cycled through enough copies (>= 512 MiB) that every call
+// reads from DRAM, as decode does on a real model.
+constexpr int64_t kColdBytes = 512ll << 20;
+
+struct Weight {
+  std::vector<uint8_t> bytes;  // one copy
+  std::vector<std::vector<uint8_t>> copies;
+  std::vector<TensorView> views;
+};
+
+const Weight& GetWeight(DType type, int64_t n_out, int64_t n_in) {
+  static std::map<std::tuple<int, int64_t, int64_t>, std::unique_ptr<Weight>> cache;
+  const auto key = std::make_tuple(static_cast<int>(type), n_out, n_in);
+  if (!cache.count(key)) cache.clear();  // keep one weight set (~512 MiB) alive at a time
+  auto& slot = cache[key];
+  if (!slot) {
+    slot = std::make_unique<Weight>();
+    const int64_t rb = RowBytes(type, n_in);
+    slot->bytes.resize(rb * n_out);
+    std::mt19937 rng(1);
+    std::normal_distribution<float> dist(0.0f, 0.02f);
+    std::vector<float> row(n_in);
+    for (int64_t r = 0; r < n_out; ++r) {
+      // A few distinct rows repeated: random content, cheap to build.
+      if (r < 64) {
+        for (auto& v : row) v = dist(rng);
+        if (!QuantizeRow(type, row.data(), slot->bytes.data() + r * rb, n_in).ok()) std::abort();
+      } else {
+        std::memcpy(slot->bytes.data() + r * rb, slot->bytes.data() + (r % 64) * rb, rb);
+      }
+    }
+    const int64_t n_copies = std::max<int64_t>(1, kColdBytes / static_cast<int64_t>(slot->bytes.size()));
+    slot->copies.assign(n_copies, slot->bytes);
+    for (const auto& c : slot->copies) {
+      TensorView v;
+      v.name = "bench";
+      v.type = type;
+      v.n_dims = 2;
+      v.ne = {n_in, n_out, 1, 1};
+      v.data = c.data();
+      v.nbytes = static_cast<int64_t>(c.size());
+      slot->views.push_back(v);
+    }
+  }
+  return *slot;
+}
+
+void BM_MatMul(benchmark::State& state, DType type, int64_t n_out, int64_t n_in, int64_t n_tok) {
+  const Weight& w = GetWeight(type, n_out, n_in);
+  std::vector<float> x(n_tok * n_in), y(n_tok * n_out);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (auto& v : x) v = dist(rng);
+  ThreadPool& pool = Pool();
+  const size_t n_views = n_tok == 1 ? w.views.size() : 1;
+  size_t i = 0;
+  for (auto _ : state) {
+    MatMul(w.views[i], x.data(), n_tok, y.data(), pool);
+    if (++i == n_views) i = 0;
+    benchmark::ClobberMemory();
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["GB/s"] = benchmark::Counter(iters * static_cast<double>(w.bytes.size()) * 1e-9,
+                                              benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(iters * 2.0 * n_out * n_in * n_tok * 1e-9,
+                                                 benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(IsaName(ActiveIsa())) + " t=" + std::to_string(g_threads));
+}
+
+void Register() {
+  const DType types[] = {DType::kQ4_0, DType::kQ8_0, DType::kF16, DType::kBF16, DType::kQ4_1, DType::kQ5_0,
+                         DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF32};
+  const int64_t shapes[][2] = {{2048, 2048}, {8192, 2048}};
+  for (DType t : types) {
+    for (const auto& s : shapes) {
+      for (int64_t n_tok : {1, 512}) {
+        const std::string name = std::string(DTypeName(t)) + "/" + (n_tok == 1 ? "gemv" : "gemm") + "/" +
+                                 std::to_string(s[0]) + "x" + std::to_string(s[1]);
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_MatMul, t, s[0], s[1], n_tok);
+        b->Unit(benchmark::kMicrosecond)->UseRealTime();
+        if (n_tok == 512) b->MinTime(0.5);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pagoda::kernels
+
+int main(int argc, char** argv) {
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--threads=", 10) == 0) {
+      pagoda::kernels::g_threads = std::atoi(argv[i] + 10);
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  int n = static_cast<int>(rest.size());
+  pagoda::kernels::Register();
+  benchmark::Initialize(&n, rest.data());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

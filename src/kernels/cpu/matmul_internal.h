@@ -1,0 +1,40 @@
+// Internal contract between the MatMul driver (matmul.cc: validation,
+// threading, scratch) and the per-ISA kernel files (matmul_scalar.cc,
+// matmul_avx2.cc, matmul_avx512.cc). Kernel files export only plain functions
+// taking raw pointers and no inline helpers, so no code compiled with ISA flags
+// can be merged (ODR) into a generic caller.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/matmul.h"
+#include "tensor/dtype.h"
+
+namespace pagoda::kernels::internal {
+
+// How one ISA computes y = x * W^T for one weight type and batch shape.
+//
+// 1. Each token row x[t] is converted once per call by convert_act into
+//    act_row_bytes(n_in) bytes (an activation layout private to the plan:
+//    f32, bf16 or a Q8 variant).
+// 2. The output rows are split into chunks of row_chunk rows. If pack_rows is
+//    set, each chunk of weight rows is first converted into a private panel of
+//    panel_row_bytes(n_in) bytes per row (e.g. dequantized to bf16), and
+//    compute reads the panel; otherwise compute reads the raw weight rows.
+// 3. compute fills y[t * ldy + r] for r < n_rows, t < n_tok.
+struct Plan {
+  int64_t (*act_row_bytes)(int64_t n_in);
+  void (*convert_act)(const float* x, int64_t n_in, void* dst);
+  int64_t (*panel_row_bytes)(int64_t n_in);  // null when pack_rows is null
+  void (*pack_rows)(DType type, const uint8_t* w, int64_t w_stride, int64_t n_rows, int64_t n_in, void* dst);
+  void (*compute)(const uint8_t* w, int64_t w_stride, int64_t n_rows, const uint8_t* act, int64_t act_stride,
+                  int64_t n_tok, int64_t n_in, float* y, int64_t ldy);
+  int64_t row_chunk;
+};
+
+// Each returns null when the ISA has no plan for (type, n_tokens).
+const Plan* ScalarPlan(DType type, int64_t n_tokens);
+const Plan* Avx2Plan(DType type, int64_t n_tokens);
+const Plan* Avx512Plan(DType type, int64_t n_tokens);
+
+}  // namespace pagoda::kernels::internal

@@ -1,0 +1,147 @@
+#include "kernels/cpu/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/cpu/quantize.h"
+
+namespace pagoda::kernels {
+namespace {
+
+// Builds a weight [n_out, n_in] of `type` from N(0,1) floats; keeps the
+// quantized bytes alive in `storage`.
+TensorView MakeWeight(DType type, int64_t n_out, int64_t n_in, uint32_t seed, std::vector<uint8_t>& storage) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> row(n_in);
+  const int64_t rb = RowBytes(type, n_in);
+  storage.assign(rb * n_out, 0);
+  for (int64_t r = 0; r < n_out; ++r) {
+    for (auto& v : row) v = dist(rng);
+    EXPECT_TRUE(QuantizeRow(type, row.data(), storage.data() + r * rb, n_in).ok());
+  }
+  TensorView w;
+  w.name = "w";
+  w.type = type;
+  w.n_dims = 2;
+  w.ne = {n_in, n_out, 1, 1};
+  w.data = storage.data();
+  w.nbytes = static_cast<int64_t>(storage.size());
+  return w;
+}
+
+std::vector<Isa> SupportedIsas() {
+  std::vector<Isa> v = {Isa::kScalar};
+  if (static_cast<int>(DetectedIsa()) >= static_cast<int>(Isa::kAvx2)) v.push_back(Isa::kAvx2);
+  if (DetectedIsa() == Isa::kAvx512) v.push_back(Isa::kAvx512);
+  return v;
+}
+
+class IsaGuard {
+ public:
+  explicit IsaGuard(Isa isa) : saved_(ActiveIsa()) { SetIsaForTesting(isa); }
+  ~IsaGuard() { SetIsaForTesting(saved_); }
+
+ private:
+  Isa saved_;
+};
+
+using MatMulParam = std::tuple<DType, Isa, int64_t /*n_tokens*/, int64_t /*n_out*/>;
+
+class MatMulTest : public ::testing::TestWithParam<MatMulParam> {};
+
+// Error bound. Fast paths may round activations to Q8 (per-block step
+// amax/127, so per element error <= amax_blk/254) and may round weights and
+// activations to bf16 (relative 2^-9 each); all accumulate in f32. So
+//   |y - y_ref| <= eps * sum_k |w_k| * amax_blk(x)_k  + f32 slack,
+// with eps = 1/254 + 2^-8 (~0.0079) for every path. The reference dequantizes
+// with the same dequantizer and accumulates in double, so weight quantization
+// error itself is not part of the comparison.
+TEST_P(MatMulTest, MatchesReference) {
+  const auto [type, isa, n_tokens, n_out] = GetParam();
+  const int64_t block = GetDTypeInfo(type).block_size;
+  // Odd number of 32-blocks (tails of paired loops), or 3 super-blocks for K types.
+  const int64_t n_in = block == 256 ? 768 : 224;
+  std::vector<uint8_t> storage;
+  const TensorView w = MakeWeight(type, n_out, n_in, 1234, storage);
+  ASSERT_TRUE(CheckMatMulWeight(w).ok());
+
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(n_tokens * n_in);
+  for (auto& v : x) v = dist(rng);
+  std::vector<float> want(n_tokens * n_out), got(n_tokens * n_out, NAN);
+  MatMulReference(w, x.data(), n_tokens, want.data());
+
+  ThreadPool pool(2);
+  {
+    IsaGuard guard(isa);
+    MatMul(w, x.data(), n_tokens, got.data(), pool);
+  }
+
+  std::vector<float> wrow(n_in);
+  const double eps = 1.0 / 254 + 1.0 / 256;
+  for (int64_t r = 0; r < n_out; ++r) {
+    ASSERT_TRUE(DequantizeRow(type, w.row(r), wrow.data(), n_in).ok());
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const float* xt = x.data() + t * n_in;
+      double bound = 0.0;
+      for (int64_t k0 = 0; k0 < n_in; k0 += 32) {
+        double amax = 0.0, wsum = 0.0;
+        for (int64_t k = k0; k < k0 + 32; ++k) {
+          amax = std::max(amax, std::fabs(static_cast<double>(xt[k])));
+          wsum += std::fabs(wrow[k]);
+        }
+        bound += wsum * amax;
+      }
+      bound = eps * bound + 1e-4 * (1 + std::fabs(want[t * n_out + r]));
+      ASSERT_NEAR(got[t * n_out + r], want[t * n_out + r], bound)
+          << DTypeName(type) << " " << IsaName(isa) << " token " << t << " row " << r;
+    }
+  }
+}
+
+std::string ParamName(const ::testing::TestParamInfo<MatMulParam>& info) {
+  const auto [type, isa, n_tokens, n_out] = info.param;
+  return std::string(DTypeName(type)) + "_" + IsaName(isa) + "_t" + std::to_string(n_tokens) + "_r" +
+         std::to_string(n_out);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTypes, MatMulTest,
+    ::testing::Combine(::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                                         DType::kQ4_1, DType::kQ5_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K),
+                       ::testing::ValuesIn(SupportedIsas()), ::testing::Values<int64_t>(1, 3, 16, 67),
+                       ::testing::Values<int64_t>(1, 7, 37)),
+    ParamName);
+
+TEST(MatMulCheckTest, RejectsUnsupportedTypeAndPartialBlocks) {
+  TensorView w;
+  w.name = "w";
+  w.type = DType::kQ4_0;
+  w.ne = {48, 4, 1, 1};
+  static uint8_t buf[4096];
+  w.data = buf;
+  EXPECT_FALSE(CheckMatMulWeight(w).ok());
+  w.ne = {64, 4, 1, 1};
+  EXPECT_TRUE(CheckMatMulWeight(w).ok());
+  w.type = DType::kQ8_K;
+  w.ne = {256, 4, 1, 1};
+  EXPECT_FALSE(CheckMatMulWeight(w).ok());
+  w.type = DType::kQ2_K;
+  EXPECT_FALSE(CheckMatMulWeight(w).ok());
+}
+
+TEST(MatMulIsaTest, NamesAndForcing) {
+  EXPECT_STREQ(IsaName(Isa::kScalar), "scalar");
+  IsaGuard g(Isa::kScalar);
+  EXPECT_EQ(ActiveIsa(), Isa::kScalar);
+}
+
+}  // namespace
+}  // namespace pagoda::kernels
