@@ -1,12 +1,16 @@
 // MatMul throughput: GEMV (1 token, decode) and GEMM (512 tokens, prefill)
-// for each weight type on the 1B-Llama shapes (2048x2048 attention,
-// 8192x2048 FFN up/gate). Counters: GB/s of weight bytes read, GFLOP/s.
+// for each weight type on the 1B-Llama shapes ([n_out x n_in]: 2048x2048
+// attention q/o, 512x2048 k/v, 8192x2048 FFN gate/up, 2048x8192 FFN down,
+// 32000x2048 output). Counters: GB/s of weight bytes read, GFLOP/s.
+// Pool/noop measures one ThreadPool::Run of an empty job.
 //
-//   matmul_bench [--threads=N] [--benchmark_filter=Q4_0]
-// PAGODA_ISA=avx2|scalar lowers the ISA for A/B runs.
+//   matmul_bench [--threads=N] [--hot] [--benchmark_filter=Q4_0]
+// GEMV reads its weights from DRAM (cycled copies) unless --hot, which reuses
+// one copy (cache-resident when it fits). PAGODA_ISA=avx2|scalar lowers the ISA.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -23,6 +27,7 @@ namespace pagoda::kernels {
 namespace {
 
 int g_threads = 2;
+bool g_hot = false;
 
 ThreadPool& Pool() {
   static ThreadPool pool(g_threads);
@@ -83,7 +88,7 @@ void BM_MatMul(benchmark::State& state, DType type, int64_t n_out, int64_t n_in,
   std::normal_distribution<float> dist(0.0f, 1.0f);
   for (auto& v : x) v = dist(rng);
   ThreadPool& pool = Pool();
-  const size_t n_views = n_tok == 1 ? w.views.size() : 1;
+  const size_t n_views = n_tok == 1 && !g_hot ? w.views.size() : 1;
   size_t i = 0;
   for (auto _ : state) {
     MatMul(w.views[i], x.data(), n_tok, y.data(), pool);
@@ -98,13 +103,26 @@ void BM_MatMul(benchmark::State& state, DType type, int64_t n_out, int64_t n_in,
   state.SetLabel(std::string(IsaName(ActiveIsa())) + " t=" + std::to_string(g_threads));
 }
 
+void BM_PoolNoop(benchmark::State& state) {
+  ThreadPool& pool = Pool();
+  std::atomic<int> sink{0};
+  for (auto _ : state) {
+    pool.Run([&](int ith, int nth) { sink.fetch_add(ith, std::memory_order_relaxed); });
+  }
+  state.SetLabel("t=" + std::to_string(g_threads));
+}
+
 void Register() {
+  benchmark::RegisterBenchmark("Pool/noop", BM_PoolNoop)->UseRealTime();
   const DType types[] = {DType::kQ4_0, DType::kQ8_0, DType::kF16, DType::kBF16, DType::kQ4_1, DType::kQ5_0,
                          DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF32};
-  const int64_t shapes[][2] = {{2048, 2048}, {8192, 2048}};
+  const int64_t shapes[][2] = {{2048, 2048}, {512, 2048}, {8192, 2048}, {2048, 8192}, {32000, 2048}};
   for (DType t : types) {
     for (const auto& s : shapes) {
       for (int64_t n_tok : {1, 512}) {
+        // GEMM on the two main shapes only; no f32 output matrix (1 GiB of copies).
+        if (n_tok == 512 && (s[0] == 512 || s[1] == 8192 || s[0] == 32000)) continue;
+        if (t == DType::kF32 && s[0] == 32000) continue;
         const std::string name = std::string(DTypeName(t)) + "/" + (n_tok == 1 ? "gemv" : "gemm") + "/" +
                                  std::to_string(s[0]) + "x" + std::to_string(s[1]);
         auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_MatMul, t, s[0], s[1], n_tok);
@@ -123,6 +141,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     if (std::strncmp(argv[i], "--threads=", 10) == 0) {
       pagoda::kernels::g_threads = std::atoi(argv[i] + 10);
+    } else if (std::strcmp(argv[i], "--hot") == 0) {
+      pagoda::kernels::g_hot = true;
     } else {
       rest.push_back(argv[i]);
     }

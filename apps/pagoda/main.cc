@@ -1,6 +1,49 @@
-// pagoda: command-line front end. Parses flags and wires library objects; no logic here.
+// pagoda: command-line front end. Dispatches to a subcommand; no engine logic here.
 #include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*fn)(int, char**);
+  const char* help;
+};
+
+const Command kCommands[] = {
+    {"generate", pagoda::cli::CmdGenerate, "generate text from a prompt (streams to stdout)"},
+    {"inspect", pagoda::cli::CmdInspect, "print a GGUF file's metadata and tensor table"},
+    {"bench", pagoda::cli::CmdBench, "prompt-processing and generation speed (pp512 / tg128)"},
+    {"make-model", pagoda::cli::CmdMakeModel, "write a random-weight model (tests, benchmarks)"},
+    {"import-tokenizer", pagoda::cli::CmdImportTokenizer, "build GGUF tokenizer metadata from a HF tokenizer.json"},
+    {"tokenize", pagoda::cli::CmdTokenize, "print the token ids of a text"},
+};
+
+void Usage(FILE* out) {
+  std::fprintf(out, "usage: pagoda <command> [options]\n\ncommands:\n");
+  for (const auto& c : kCommands) std::fprintf(out, "  %-17s %s\n", c.name, c.help);
+  std::fprintf(out, "\nRun `pagoda <command> --help` for the options of a command.\n");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  std::fprintf(stderr, "pagoda: not yet wired\n");
-  return 1;
+  if (argc < 2) {
+    Usage(stderr);
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+    Usage(stdout);
+    return 0;
+  }
+  for (const auto& c : kCommands) {
+    if (cmd == c.name) return c.fn(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "pagoda: unknown command '%s'\n\n", cmd.c_str());
+  Usage(stderr);
+  return 2;
 }

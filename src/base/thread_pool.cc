@@ -28,20 +28,40 @@ constexpr auto kSpin = std::chrono::microseconds(300);
 
 }  // namespace
 
+// Slots: a Run publishes nth slots (fn(ith, nth) for each ith); the caller and
+// the workers claim them from `slots` (generation in the high 32 bits, next
+// free slot in the low 32), so a worker that has not woken up by the time the
+// caller finishes its own slot does not delay the Run: the caller claims and
+// runs that slot itself. Only claimed, running slots are waited for.
 struct ThreadPool::Impl {
   int n_threads = 1;
   std::vector<std::thread> workers;
 
-  // Bumped (under mu) once per Run; workers run the job when it changes.
+  // Bumped (under mu) once per Run; workers look for a slot when it changes.
   std::atomic<uint64_t> generation{0};
-  std::atomic<int> pending{0};
+  std::atomic<uint64_t> slots{0};
+  std::atomic<int> done{0};
   const std::function<void(int, int)>* job = nullptr;
   bool stop = false;  // guarded by mu
 
   std::mutex mu;
   std::condition_variable cv;
 
-  void WorkerLoop(int ith) {
+  // Claims and runs slots of generation g until none is left.
+  void RunSlots(uint64_t g) {
+    uint64_t v = slots.load(std::memory_order_acquire);
+    for (;;) {
+      if ((v >> 32) != (g & 0xFFFFFFFFu)) return;
+      const int ith = static_cast<int>(v & 0xFFFFFFFFu);
+      if (ith >= n_threads) return;
+      if (!slots.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      (*job)(ith, n_threads);
+      done.fetch_add(1, std::memory_order_acq_rel);
+      v = slots.load(std::memory_order_acquire);
+    }
+  }
+
+  void WorkerLoop() {
     uint64_t seen = 0;
     for (;;) {
       uint64_t g = generation.load(std::memory_order_acquire);
@@ -61,8 +81,7 @@ struct ThreadPool::Impl {
         }
       }
       seen = g;
-      (*job)(ith, n_threads);
-      pending.fetch_sub(1, std::memory_order_acq_rel);
+      RunSlots(g);
     }
   }
 };
@@ -72,7 +91,7 @@ ThreadPool::ThreadPool(int n_threads) : impl_(std::make_unique<Impl>()) {
   impl_->n_threads = n_threads;
   impl_->workers.reserve(n_threads - 1);
   for (int i = 1; i < n_threads; ++i) {
-    impl_->workers.emplace_back([this, i] { impl_->WorkerLoop(i); });
+    impl_->workers.emplace_back([this] { impl_->WorkerLoop(); });
   }
 }
 
@@ -93,18 +112,23 @@ void ThreadPool::Run(const std::function<void(int ith, int nth)>& fn) {
     fn(0, 1);
     return;
   }
+  const uint64_t g = s.generation.load(std::memory_order_relaxed) + 1;
   s.job = &fn;
-  s.pending.store(s.n_threads - 1, std::memory_order_relaxed);
+  s.done.store(0, std::memory_order_relaxed);
+  // Slot 0 is the caller's; workers of an older generation see a mismatch.
+  s.slots.store(((g & 0xFFFFFFFFu) << 32) | 1u, std::memory_order_release);
   {
     // Under the mutex so a worker deciding to sleep cannot miss the bump.
     std::lock_guard<std::mutex> lk(s.mu);
-    s.generation.fetch_add(1, std::memory_order_release);
+    s.generation.store(g, std::memory_order_release);
   }
   s.cv.notify_all();
   fn(0, s.n_threads);
-  for (int i = 0; s.pending.load(std::memory_order_acquire) != 0; ++i) {
+  s.done.fetch_add(1, std::memory_order_acq_rel);
+  s.RunSlots(g);
+  for (int i = 0; s.done.load(std::memory_order_acquire) != s.n_threads; ++i) {
     CpuRelax();
-    if (i > (1 << 16)) std::this_thread::yield();
+    if (i > (1 << 12)) std::this_thread::yield();
   }
 }
 

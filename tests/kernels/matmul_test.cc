@@ -56,7 +56,8 @@ using MatMulParam = std::tuple<DType, Isa, int64_t /*n_tokens*/, int64_t /*n_out
 class MatMulTest : public ::testing::TestWithParam<MatMulParam> {};
 
 // Error bound. Fast paths may round activations to Q8 (per-block step
-// amax/127, so per element error <= amax_blk/254) and may round weights and
+// amax/127, so per element error <= amax_blk/254; the block is 256 elements
+// for K-quant weights, 32 otherwise) and may round weights and
 // activations to bf16 (relative 2^-9 each); all accumulate in f32. So
 //   |y - y_ref| <= eps * sum_k |w_k| * amax_blk(x)_k  + f32 slack,
 // with eps = 1/254 + 2^-8 (~0.0079) for every path. The reference dequantizes
@@ -91,9 +92,10 @@ TEST_P(MatMulTest, MatchesReference) {
     for (int64_t t = 0; t < n_tokens; ++t) {
       const float* xt = x.data() + t * n_in;
       double bound = 0.0;
-      for (int64_t k0 = 0; k0 < n_in; k0 += 32) {
+      const int64_t act_block = block == 256 ? 256 : 32;
+      for (int64_t k0 = 0; k0 < n_in; k0 += act_block) {
         double amax = 0.0, wsum = 0.0;
-        for (int64_t k = k0; k < k0 + 32; ++k) {
+        for (int64_t k = k0; k < k0 + act_block; ++k) {
           amax = std::max(amax, std::fabs(static_cast<double>(xt[k])));
           wsum += std::fabs(wrow[k]);
         }
@@ -119,6 +121,39 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::ValuesIn(SupportedIsas()), ::testing::Values<int64_t>(1, 3, 16, 67),
                        ::testing::Values<int64_t>(1, 7, 37)),
     ParamName);
+
+// Q/K/V-like weights of mixed types sharing one input: same values as one
+// MatMul per weight, on every ISA, for decode and prefill batches.
+TEST(MatMulSharedTest, MatchesSeparateMatMuls) {
+  const int64_t n_in = 512;
+  const DType types[] = {DType::kQ4_K, DType::kQ6_K, DType::kQ4_0, DType::kQ4_K};
+  const int64_t rows[] = {40, 24, 33, 8};
+  std::vector<uint8_t> storage[4];
+  TensorView ws[4];
+  for (int i = 0; i < 4; ++i) ws[i] = MakeWeight(types[i], rows[i], n_in, 100 + i, storage[i]);
+  ThreadPool pool(2);
+  for (Isa isa : SupportedIsas()) {
+    IsaGuard guard(isa);
+    for (int64_t n_tokens : {1, 5, 16}) {
+      std::mt19937 rng(3);
+      std::normal_distribution<float> dist(0.0f, 1.0f);
+      std::vector<float> x(n_tokens * n_in);
+      for (auto& v : x) v = dist(rng);
+      std::vector<float> want[4], got[4];
+      MatMulTarget targets[4];
+      for (int i = 0; i < 4; ++i) {
+        want[i].assign(n_tokens * rows[i], 0.0f);
+        got[i].assign(n_tokens * rows[i], NAN);
+        MatMul(ws[i], x.data(), n_tokens, want[i].data(), pool);
+        targets[i] = {&ws[i], got[i].data()};
+      }
+      MatMulShared(targets, x.data(), n_tokens, pool);
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(got[i], want[i]) << IsaName(isa) << " weight " << i << " tokens " << n_tokens;
+      }
+    }
+  }
+}
 
 TEST(MatMulCheckTest, RejectsUnsupportedTypeAndPartialBlocks) {
   TensorView w;

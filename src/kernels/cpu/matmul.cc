@@ -138,55 +138,126 @@ void MatMulReference(const TensorView& w, const float* x, int64_t n_tokens, floa
   }
 }
 
-void MatMul(const TensorView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
-  if (n_tokens <= 0) return;
-  const int64_t n_in = w.ne[0];
-  const int64_t n_out = w.rows();
-  const internal::Plan* plan = SelectPlan(w.type, n_tokens);
-  PAGODA_CHECK(plan != nullptr) << "no MatMul kernel for " << DTypeName(w.type);
+namespace {
 
-  const int64_t act_stride = (plan->act_row_bytes(n_in) + 63) / 64 * 64;
-  uint8_t* act = t_act_scratch.Get(static_cast<size_t>(act_stride * n_tokens));
-  const int nth = pool.size();
-  if (n_tokens * n_in >= kParallelConvertElems && nth > 1) {
-    pool.Run([&](int ith, int n) {
-      for (int64_t t = ith; t < n_tokens; t += n) plan->convert_act(x + t * n_in, n_in, act + t * act_stride);
-    });
-  } else {
-    for (int64_t t = 0; t < n_tokens; ++t) plan->convert_act(x + t * n_in, n_in, act + t * act_stride);
-  }
+// One weight of a shared-input call, resolved to its plan and activations.
+struct Part {
+  const internal::Plan* plan;
+  const uint8_t* wdata;
+  int64_t w_stride, n_out, chunk0, n_chunks;
+  DType type;
+  const uint8_t* act;
+  int64_t act_stride;
+  float* y;
+};
 
-  const int64_t chunk = plan->row_chunk;
-  const int64_t n_chunks = (n_out + chunk - 1) / chunk;
-  const uint8_t* wdata = static_cast<const uint8_t*>(w.data);
-  const int64_t w_stride = w.row_bytes();
-  auto work = [&](int ith, int n) {
-    // Contiguous chunk ranges per thread: each streams its own part of W.
-    const int64_t c0 = n_chunks * ith / n;
-    const int64_t c1 = n_chunks * (ith + 1) / n;
-    uint8_t* panel = nullptr;
-    int64_t panel_stride = 0;
-    if (plan->pack_rows) {
-      panel_stride = plan->panel_row_bytes(n_in);
-      panel = t_panel_scratch.Get(static_cast<size_t>(panel_stride * chunk));
-    }
-    for (int64_t c = c0; c < c1; ++c) {
-      const int64_t r0 = c * chunk;
-      const int64_t nr = std::min(chunk, n_out - r0);
-      const uint8_t* wr = wdata + r0 * w_stride;
-      if (panel) {
-        plan->pack_rows(w.type, wr, w_stride, nr, n_in, panel);
-        plan->compute(panel, panel_stride, nr, act, act_stride, n_tokens, n_in, y + r0, n_out);
-      } else {
-        plan->compute(wr, w_stride, nr, act, act_stride, n_tokens, n_in, y + r0, n_out);
+// Rows are handed out in grains of whole row chunks from a shared counter
+// (about 4 grains per thread, over the rows of all parts), so a thread that
+// is preempted or slowed by a neighbour on its core does not leave the
+// others idle at the end.
+struct Job {
+  Part parts[kMaxMatMulTargets];
+  int n_parts = 0;
+  int64_t n_in = 0, n_tokens = 0, total_chunks = 0, grain = 1, panel_bytes = 0;
+  std::atomic<int64_t> next{0};
+
+  void Work() {
+    uint8_t* panel = panel_bytes > 0 ? t_panel_scratch.Get(static_cast<size_t>(panel_bytes)) : nullptr;
+    for (;;) {
+      const int64_t g0 = next.fetch_add(grain, std::memory_order_relaxed);
+      if (g0 >= total_chunks) break;
+      const int64_t g1 = std::min(g0 + grain, total_chunks);
+      int i = 0;
+      for (int64_t c = g0; c < g1; ++c) {
+        while (c >= parts[i].chunk0 + parts[i].n_chunks) ++i;
+        const Part& pt = parts[i];
+        const internal::Plan& p = *pt.plan;
+        const int64_t r0 = (c - pt.chunk0) * p.row_chunk;
+        const int64_t nr = std::min(p.row_chunk, pt.n_out - r0);
+        const uint8_t* wr = pt.wdata + r0 * pt.w_stride;
+        if (p.pack_rows) {
+          const int64_t ps = p.panel_row_bytes(n_in);
+          p.pack_rows(pt.type, wr, pt.w_stride, nr, n_in, panel);
+          p.compute(panel, ps, nr, pt.act, pt.act_stride, n_tokens, n_in, pt.y + r0, pt.n_out);
+        } else {
+          p.compute(wr, pt.w_stride, nr, pt.act, pt.act_stride, n_tokens, n_in, pt.y + r0, pt.n_out);
+        }
       }
     }
-  };
-  if (nth > 1 && n_chunks > 1) {
-    pool.Run(work);
-  } else {
-    work(0, 1);
   }
+};
+
+}  // namespace
+
+void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t n_tokens, ThreadPool& pool) {
+  if (n_tokens <= 0 || targets.empty()) return;
+  PAGODA_CHECK(targets.size() <= static_cast<size_t>(kMaxMatMulTargets)) << "too many MatMul targets";
+  Job job;
+  job.n_in = targets[0].w->ne[0];
+  job.n_tokens = n_tokens;
+  job.n_parts = static_cast<int>(targets.size());
+  // Activation layouts: parts whose plans convert x the same way share one.
+  int64_t act_offset[kMaxMatMulTargets];
+  int64_t act_bytes = 0;
+  for (int i = 0; i < job.n_parts; ++i) {
+    const TensorView& w = *targets[i].w;
+    PAGODA_CHECK(w.ne[0] == job.n_in) << "MatMulShared: " << w.name << " has a different input width";
+    Part& pt = job.parts[i];
+    pt.plan = SelectPlan(w.type, n_tokens);
+    PAGODA_CHECK(pt.plan != nullptr) << "no MatMul kernel for " << DTypeName(w.type);
+    pt.wdata = static_cast<const uint8_t*>(w.data);
+    pt.w_stride = w.row_bytes();
+    pt.n_out = w.rows();
+    pt.type = w.type;
+    pt.y = targets[i].y;
+    pt.act_stride = (pt.plan->act_row_bytes(job.n_in) + 63) / 64 * 64;
+    pt.chunk0 = job.total_chunks;
+    pt.n_chunks = (pt.n_out + pt.plan->row_chunk - 1) / pt.plan->row_chunk;
+    job.total_chunks += pt.n_chunks;
+    if (pt.plan->pack_rows) {
+      job.panel_bytes = std::max(job.panel_bytes, pt.plan->panel_row_bytes(job.n_in) * pt.plan->row_chunk);
+    }
+    act_offset[i] = -1;
+    for (int j = 0; j < i; ++j) {
+      if (job.parts[j].plan->convert_act == pt.plan->convert_act) act_offset[i] = act_offset[j];
+    }
+    if (act_offset[i] < 0) {
+      act_offset[i] = act_bytes;
+      act_bytes += pt.act_stride * n_tokens;
+    }
+  }
+  uint8_t* act = t_act_scratch.Get(static_cast<size_t>(act_bytes));
+  const int nth = pool.size();
+  for (int i = 0; i < job.n_parts; ++i) {
+    Part& pt = job.parts[i];
+    pt.act = act + act_offset[i];
+    bool first = true;
+    for (int j = 0; j < i; ++j) first = first && act_offset[j] != act_offset[i];
+    if (!first) continue;
+    uint8_t* dst = act + act_offset[i];
+    const int64_t n_in = job.n_in, as = pt.act_stride;
+    const auto convert = pt.plan->convert_act;
+    if (n_tokens * n_in >= kParallelConvertElems && nth > 1) {
+      pool.Run([&](int ith, int n) {
+        for (int64_t t = ith; t < n_tokens; t += n) convert(x + t * n_in, n_in, dst + t * as);
+      });
+    } else {
+      for (int64_t t = 0; t < n_tokens; ++t) convert(x + t * n_in, n_in, dst + t * as);
+    }
+  }
+
+  job.grain = std::max<int64_t>(1, job.total_chunks / (4 * nth));
+  if (nth > 1 && job.total_chunks > 1) {
+    // Captures one reference, so std::function stores it without allocating.
+    pool.Run([&job](int, int) { job.Work(); });
+  } else {
+    job.Work();
+  }
+}
+
+void MatMul(const TensorView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+  const MatMulTarget t{&w, y};
+  MatMulShared(std::span<const MatMulTarget>(&t, 1), x, n_tokens, pool);
 }
 
 }  // namespace pagoda::kernels

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "base/status.h"
 #include "base/thread_pool.h"
@@ -20,6 +21,20 @@ Status CheckMatMulWeight(const TensorView& w);
 
 // w must have passed CheckMatMulWeight. Thread-safe only per pool.
 void MatMul(const TensorView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// One weight of a MatMulShared call: y = x * w^T, y: [n_tokens, w.rows()].
+struct MatMulTarget {
+  const TensorView* w;
+  float* y;
+};
+inline constexpr int kMaxMatMulTargets = 8;
+
+// MatMul for up to kMaxMatMulTargets weights that read the same x (Q/K/V,
+// gate/up): x is converted once per activation layout (e.g. once for Q4_K and
+// Q6_K weights alike) and the rows of all weights are shared out in one pool
+// Run, so the threads finish together and sync once. Every w must have passed
+// CheckMatMulWeight and have the same ne0. Same results as separate MatMuls.
+void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t n_tokens, ThreadPool& pool);
 
 // Scalar reference twin (dequantize row, double accumulation). For tests.
 void MatMulReference(const TensorView& w, const float* x, int64_t n_tokens, float* y);

@@ -5,8 +5,11 @@
 //     u8 = q + 128), int8 dot with vpdpbusd; the +128 offset is removed by
 //     starting each block's accumulator at -128 * sum(w). Error: activation
 //     rounding only, |dx| <= amax_blk / 254.
+//   * Q4_1: as Q4_0 without the offset; the min term m * sum(x) uses the
+//     per-block activation sums (stored as f32 d_x * sum(q_x)).
 //   * F32/F16/BF16: weights widened to f32, f32 FMA (exact products).
-//   * Q4_1/Q4_K/Q5_K/Q6_K: blocks dequantized to f32 in L1, f32 FMA.
+//   * Q4_K/Q5_K/Q6_K: integer dots against per-256 Q8 activations, see
+//     matmul_kquant_avx512.cc.
 //  prefill (n_tokens >= kGemmMinTokens), every type but F32:
 //   * a chunk of weight rows is dequantized once into a bf16 panel, the
 //     activations are rounded to bf16 once per call, and a 4-row x 6-token
@@ -121,35 +124,6 @@ void ComputeWide(const uint8_t* w, int64_t ws, int64_t n_rows, const uint8_t* ac
   TileLoop<WideKernel<kType>, 4, 4>(w, ws, n_rows, act, as, n_tok, n_in, y, ldy);
 }
 
-// Blocks dequantized to f32 in L1 (Q4_1, K-quants), one row at a time.
-template <DType kType, int64_t kBlock>
-void ComputeDequantF32(const uint8_t* w, int64_t ws, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
-                       int64_t n_in, float* y, int64_t ldy) {
-  constexpr int64_t kPiece = 256;  // a multiple of every block size here
-  static_assert(kPiece % kBlock == 0);
-  alignas(64) float buf[kPiece];
-  for (int64_t t0 = 0; t0 < n_tok; t0 += 4) {
-    const int nt = static_cast<int>(std::min<int64_t>(4, n_tok - t0));
-    for (int64_t r = 0; r < n_rows; ++r) {
-      __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-      for (int64_t k0 = 0; k0 < n_in; k0 += kPiece) {
-        const int64_t n = std::min(kPiece, n_in - k0);
-        DequantF32Avx512(kType, w + r * ws, k0, n, buf);
-        for (int t = 0; t < nt; ++t) {
-          const float* a = reinterpret_cast<const float*>(act + (t0 + t) * as) + k0;
-          __m512 s0 = acc[t], s1 = _mm512_setzero_ps();
-          for (int64_t i = 0; i < n; i += 32) {
-            s0 = _mm512_fmadd_ps(_mm512_load_ps(buf + i), _mm512_loadu_ps(a + i), s0);
-            s1 = _mm512_fmadd_ps(_mm512_load_ps(buf + i + 16), _mm512_loadu_ps(a + i + 16), s1);
-          }
-          acc[t] = _mm512_add_ps(s0, s1);
-        }
-      }
-      for (int t = 0; t < nt; ++t) y[(t0 + t) * ldy + r] = _mm512_reduce_add_ps(acc[t]);
-    }
-  }
-}
-
 // ---------------------------------------------------------------- Q8 activations (VNNI)
 //
 // Activations are quantized per 32-block (max-abs, d = amax / 127) and stored
@@ -165,9 +139,11 @@ void ComputeDequantF32(const uint8_t* w, int64_t ws, int64_t n_rows, const uint8
 //    block's lanes start at -off*sum(a) (in init) and the offset cancels.
 //  * Q8_0: weights are signed, activations stored as u8 = a + 128; each
 //    block's lanes start at -128*sum(w), computed once per weight pair.
+//  * Q4_1 (kOff = -1): unsigned levels, no offset; the init slot holds f32
+//    d_x * sum(q_x) per block (lanes 0 and 4), multiplied by the weight min.
 // An odd last block is paired with a zero block (zero weights, scale 0).
 
-template <int kOff>  // 0: u8 activations for Q8_0 weights; 8/16: signed + init
+template <int kOff>  // 0: u8 activations for Q8_0 weights; 8/16: signed + init; -1: Q4_1
 constexpr int64_t Q8PairBytes() { return kOff == 0 ? 128 : 192; }
 
 template <int kOff>
@@ -207,7 +183,12 @@ void ConvertQ8(const float* x, int64_t n_in, void* dst) {
     const __mmask16 bmask = kNibble ? 0xF0F0 : 0xFF00;
     _mm512_storeu_ps(reinterpret_cast<float*>(out + 64),
                      _mm512_mask_blend_ps(bmask, _mm512_set1_ps(da), _mm512_set1_ps(db)));
-    if constexpr (kNibble) {
+    if constexpr (kOff < 0) {
+      alignas(64) float sums[16] = {};
+      sums[0] = da * static_cast<float>(sa);
+      sums[4] = db * static_cast<float>(sb);
+      std::memcpy(out + 128, sums, sizeof(sums));
+    } else if constexpr (kNibble) {
       alignas(64) int32_t init[16] = {};
       init[0] = -kOff * sa;
       init[4] = -kOff * sb;
@@ -248,6 +229,20 @@ inline void LoadPair<DType::kQ4_0>(const uint8_t* a, bool pair, __m512i* wq, __m
 }
 
 template <>
+inline void LoadPair<DType::kQ4_1>(const uint8_t* a, bool pair, __m512i* wq, __m512* dw) {
+  const auto* ba = reinterpret_cast<const BlockQ4_1*>(a);
+  const BlockQ4_1* bb = ba + 1;
+  *wq = NibblePair(ba->qs, pair ? bb->qs : nullptr);
+  *dw = PairScales(ba->d, pair ? bb->d : 0, true);
+}
+
+// Per-lane Q4_1 mins of a pair (same lane order as PairScales).
+inline __m512 PairMinsQ4_1(const uint8_t* a, bool pair) {
+  const auto* ba = reinterpret_cast<const BlockQ4_1*>(a);
+  return PairScales(ba->m, pair ? ba[1].m : 0, true);
+}
+
+template <>
 inline void LoadPair<DType::kQ5_0>(const uint8_t* a, bool pair, __m512i* wq, __m512* dw) {
   const auto* ba = reinterpret_cast<const BlockQ5_0*>(a);
   const BlockQ5_0* bb = ba + 1;
@@ -284,9 +279,10 @@ struct VnniKernel {
     for (int64_t b = 0, p = 0; b < nb; b += 2, ++p) {
       const bool pair = b + 1 < nb;
       __m512i wq[R], init[R];
-      __m512 dw[R];
+      __m512 dw[R], mw[R];
       for (int r = 0; r < R; ++r) {
         LoadPair<kType>(w + r * ws + b * kBlockBytes, pair, &wq[r], &dw[r]);
+        if constexpr (kOff < 0) mw[r] = PairMinsQ4_1(w + r * ws + b * kBlockBytes, pair);
         if constexpr (kOff == 0) {
           init[r] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, wq[r]));
         }
@@ -299,6 +295,9 @@ struct VnniKernel {
           __m512i s;
           if constexpr (kOff == 0) {
             s = _mm512_dpbusd_epi32(init[r], aq, wq[r]);
+          } else if constexpr (kOff < 0) {
+            s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[r], aq);
+            acc[r][t] = _mm512_fmadd_ps(mw[r], _mm512_loadu_ps(reinterpret_cast<const float*>(ap + 128)), acc[r][t]);
           } else {
             s = _mm512_dpbusd_epi32(_mm512_loadu_si512(ap + 128), wq[r], aq);
           }
@@ -398,10 +397,8 @@ const Plan kVnniQ5_0 = {Q8Bytes<16>, ConvertQ8<16>, nullptr, nullptr,
                         ComputeVnni<DType::kQ5_0, sizeof(BlockQ5_0), 16>, kDecodeChunk};
 const Plan kVnniQ8_0 = {Q8Bytes<0>, ConvertQ8<0>, nullptr, nullptr,
                         ComputeVnni<DType::kQ8_0, sizeof(BlockQ8_0), 0>, kDecodeChunk};
-const Plan kDeqQ4_1 = {F32Bytes, CopyF32, nullptr, nullptr, ComputeDequantF32<DType::kQ4_1, 32>, kDecodeChunk};
-const Plan kDeqQ4_K = {F32Bytes, CopyF32, nullptr, nullptr, ComputeDequantF32<DType::kQ4_K, 256>, kDecodeChunk};
-const Plan kDeqQ5_K = {F32Bytes, CopyF32, nullptr, nullptr, ComputeDequantF32<DType::kQ5_K, 256>, kDecodeChunk};
-const Plan kDeqQ6_K = {F32Bytes, CopyF32, nullptr, nullptr, ComputeDequantF32<DType::kQ6_K, 256>, kDecodeChunk};
+const Plan kVnniQ4_1 = {Q8Bytes<-1>, ConvertQ8<-1>, nullptr, nullptr,
+                        ComputeVnni<DType::kQ4_1, sizeof(BlockQ4_1), -1>, kDecodeChunk};
 const Plan kGemmBf16 = {Bf16Bytes, ConvertBf16, Bf16Bytes, PackBf16, ComputeBf16, kPanelChunk};
 
 }  // namespace
@@ -415,10 +412,10 @@ const Plan* Avx512Plan(DType type, int64_t n_tokens) {
     case DType::kQ4_0: return gemm ? &kGemmBf16 : &kVnniQ4_0;
     case DType::kQ5_0: return gemm ? &kGemmBf16 : &kVnniQ5_0;
     case DType::kQ8_0: return gemm ? &kGemmBf16 : &kVnniQ8_0;
-    case DType::kQ4_1: return gemm ? &kGemmBf16 : &kDeqQ4_1;
-    case DType::kQ4_K: return gemm ? &kGemmBf16 : &kDeqQ4_K;
-    case DType::kQ5_K: return gemm ? &kGemmBf16 : &kDeqQ5_K;
-    case DType::kQ6_K: return gemm ? &kGemmBf16 : &kDeqQ6_K;
+    case DType::kQ4_1: return gemm ? &kGemmBf16 : &kVnniQ4_1;
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K: return gemm ? &kGemmBf16 : Avx512KQuantDecodePlan(type);
     default: return nullptr;
   }
 }

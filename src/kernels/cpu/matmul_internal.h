@@ -36,5 +36,9 @@ struct Plan {
 const Plan* ScalarPlan(DType type, int64_t n_tokens);
 const Plan* Avx2Plan(DType type, int64_t n_tokens);
 const Plan* Avx512Plan(DType type, int64_t n_tokens);
+// Decode plans for Q4_K/Q5_K/Q6_K (matmul_kquant_avx512.cc); null for other types.
+const Plan* Avx512KQuantDecodePlan(DType type);
+// The same for AVX2 (matmul_kquant_avx2.cc).
+const Plan* Avx2KQuantDecodePlan(DType type);
 
 }  // namespace pagoda::kernels::internal

@@ -1,0 +1,30 @@
+// Loading a GGUF once for both the model and its tokenizer; the built-in demo
+// model (random weights) when no --model is given.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "gguf/gguf_file.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::cli {
+
+struct LoadedModel {
+  std::shared_ptr<const GgufFile> file;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  double load_seconds = 0;
+};
+
+// Path of the demo model, written on first use next to the binary
+// (<build>/demo/demo-llama.gguf). Random weights: its text is gibberish.
+Result<std::string> EnsureDemoModel();
+
+// Opens `path` ("" = the demo model) and loads model and tokenizer.
+Result<LoadedModel> LoadModelAndTokenizer(const std::string& path, ThreadPool& pool, bool need_tokenizer = true);
+
+}  // namespace pagoda::cli

@@ -1,0 +1,96 @@
+// Element-wise and attention ops of the transformer forward pass: RMSNorm,
+// RoPE (adjacent-pair and NeoX orderings, per-frequency factors), softmax,
+// SiLU-gated product and causal GQA attention over a (possibly paged) KV cache.
+// Every op has a scalar *Reference twin (double accumulation) that the tests
+// compare against. All buffers are borrowed; nothing here allocates per call
+// except thread-local attention scratch that grows once.
+// Threading: an op taking a ThreadPool& runs on it; callers are the engine
+// thread only.
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+
+namespace pagoda::kernels {
+
+// ---- RMSNorm ---------------------------------------------------------------
+// y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w, for n_rows rows of n floats
+// (row stride n). w may be null (no scale). x and y may alias.
+void RmsNorm(const float* x, const float* w, float eps, int64_t n_rows, int64_t n, float* y);
+void RmsNormReference(const float* x, const float* w, float eps, int64_t n_rows, int64_t n, float* y);
+
+// ---- RoPE ------------------------------------------------------------------
+// Rotation angle of pair i (i < n_rot/2) at position p:
+//   theta_i = p * freq_scale * base^(-2i/n_rot) / freq_factors[i]
+// freq_scale = 1/factor for linear scaling; freq_factors (Llama-3 style
+// rope_freqs.weight) may be null. Writes inv_freq[n_rot/2].
+void RopeInvFreq(double base, int n_rot, double freq_scale, const float* freq_factors,
+                 double* inv_freq);
+
+// cos/sin tables for n_tokens positions: cos[t * n_half + i] = cos(pos[t] * inv_freq[i]).
+// Computed once per step and shared by all layers and heads.
+void RopeTables(const double* inv_freq, int n_half, const int32_t* pos, int64_t n_tokens,
+                float* cos, float* sin);
+
+// Rotates the first n_rot dims of each of n_heads heads (head_dim floats each,
+// contiguous) in n_tokens rows of row_stride floats, in place.
+// neox=false: pairs (2i, 2i+1) (GPT-J / Llama GGUF); neox=true: pairs (i, i + n_rot/2).
+void Rope(float* x, int64_t n_tokens, int64_t row_stride, int n_heads, int head_dim, int n_rot,
+          bool neox, const float* cos, const float* sin);
+void RopeReference(float* x, int64_t n_tokens, int64_t row_stride, int n_heads, int head_dim,
+                   int n_rot, bool neox, const int32_t* pos, double base, double freq_scale,
+                   const float* freq_factors);
+
+// ---- Softmax / activation --------------------------------------------------
+// In place over one row of n floats (n >= 1).
+void Softmax(float* x, int64_t n);
+void SoftmaxReference(float* x, int64_t n);
+
+// out[i] = silu(gate[i]) * up[i]; out may alias gate or up.
+void SiluMul(const float* gate, const float* up, int64_t n, float* out);
+void SiluMulReference(const float* gate, const float* up, int64_t n, float* out);
+
+// ---- Attention ---------------------------------------------------------------
+// The K/V of one sequence in one layer, as a list of blocks of block_size
+// positions. Position p lives in block p / block_size at slot s = p % block_size;
+// head h of it starts at blocks[b] + s * pos_stride + h * head_stride.
+// A contiguous cache is one block; a paged cache passes its block table.
+struct KvView {
+  const float* const* k_blocks = nullptr;
+  const float* const* v_blocks = nullptr;
+  int32_t block_size = 0;
+  int64_t k_pos_stride = 0;
+  int64_t k_head_stride = 0;
+  int64_t v_pos_stride = 0;
+  int64_t v_head_stride = 0;
+};
+
+struct AttentionShape {
+  int n_head = 0;
+  int n_head_kv = 0;   // n_head % n_head_kv == 0 (GQA groups)
+  int head_dim_k = 0;  // q and k
+  int head_dim_v = 0;
+  float scale = 0.0f;  // usually 1/sqrt(head_dim_k)
+};
+
+// The query rows of one sequence within a batch: rows[i] indexes q/out/positions.
+struct AttentionSeq {
+  KvView kv;
+  const int32_t* rows = nullptr;
+  int32_t n_rows = 0;
+};
+
+// Causal attention: the query in batch row r (position positions[r]) attends to
+// cache positions [0, positions[r]] of its sequence, which must all be written.
+//   q:   [n_rows_total, n_head * head_dim_k], row stride q_stride
+//   out: [n_rows_total, n_head * head_dim_v], row stride out_stride
+// Work is split over (sequence, kv head, query tile) across the pool.
+void Attention(const AttentionShape& shape, const float* q, int64_t q_stride,
+               const int32_t* positions, const AttentionSeq* seqs, int n_seqs, float* out,
+               int64_t out_stride, ThreadPool& pool);
+void AttentionReference(const AttentionShape& shape, const float* q, int64_t q_stride,
+                        const int32_t* positions, const AttentionSeq* seqs, int n_seqs,
+                        float* out, int64_t out_stride);
+
+}  // namespace pagoda::kernels

@@ -1,0 +1,98 @@
+// Attention(): validation, work split over (sequence, kv head, query tile) and
+// run-time ISA choice; the tile itself is in ops_attention_tile_impl.inc.
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include "base/check.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/ops_attention_tile.h"
+
+#define PAGODA_ATTENTION_TILE_FN AttentionTileBaseline
+#include "kernels/cpu/ops_attention_tile_impl.inc"
+
+namespace pagoda::kernels {
+namespace {
+
+// Queries per tile (rows x GQA ratio): keeps the tile's Q and O in L1/L2.
+constexpr int kMaxTileQueries = 64;
+// Below this many multiply-adds the pool's wake-up costs more than it saves.
+constexpr int64_t kMinParallelWork = 1 << 16;
+
+float* ThreadScratch(int64_t n) {
+  thread_local std::vector<float> buf;
+  if (static_cast<int64_t>(buf.size()) < n) buf.resize(n);
+  return buf.data();
+}
+
+}  // namespace
+
+void Attention(const AttentionShape& sh, const float* q, int64_t q_stride,
+               const int32_t* positions, const AttentionSeq* seqs, int n_seqs, float* out,
+               int64_t out_stride, ThreadPool& pool) {
+  PAGODA_CHECK(sh.n_head > 0 && sh.n_head_kv > 0 && sh.n_head % sh.n_head_kv == 0);
+  PAGODA_CHECK(sh.head_dim_k > 0 && sh.head_dim_v > 0);
+  const int ratio = sh.n_head / sh.n_head_kv;
+  const int rows_per_tile = std::max(1, kMaxTileQueries / ratio);
+
+  int64_t n_items = 0;
+  int64_t work = 0;
+  for (int s = 0; s < n_seqs; ++s) {
+    PAGODA_CHECK(seqs[s].kv.block_size > 0);
+    const int32_t n_rows = seqs[s].n_rows;
+    n_items += static_cast<int64_t>((n_rows + rows_per_tile - 1) / rows_per_tile) * sh.n_head_kv;
+    int32_t max_pos = 0;
+    for (int32_t r = 0; r < n_rows; ++r) max_pos = std::max(max_pos, positions[seqs[s].rows[r]]);
+    work += static_cast<int64_t>(n_rows) * (max_pos + 1) * sh.n_head * (sh.head_dim_k + sh.head_dim_v);
+  }
+  if (n_items == 0) return;
+
+  auto tile_fn = ActiveIsa() == Isa::kAvx512 ? internal::AttentionTileAvx512
+                                             : internal::AttentionTileBaseline;
+  const int64_t scratch_floats = internal::AttentionTileScratchFloats(sh, rows_per_tile);
+
+  // Item i -> (sequence, tile, kv head); the last items hold the latest
+  // positions (most keys), so they are handed out first.
+  auto run_item = [&](int64_t item, float* scratch) {
+    int s = 0;
+    int64_t n_seq_items = 0;
+    for (; s < n_seqs; ++s) {
+      n_seq_items = static_cast<int64_t>((seqs[s].n_rows + rows_per_tile - 1) / rows_per_tile) *
+                    sh.n_head_kv;
+      if (item < n_seq_items) break;
+      item -= n_seq_items;
+    }
+    const int tile = static_cast<int>(item / sh.n_head_kv);
+    const int g = static_cast<int>(item % sh.n_head_kv);
+    const int r0 = tile * rows_per_tile;
+    internal::AttentionTileArgs args;
+    args.shape = &sh;
+    args.q = q;
+    args.q_stride = q_stride;
+    args.positions = positions;
+    args.kv = &seqs[s].kv;
+    args.rows = seqs[s].rows + r0;
+    args.n_rows = std::min(rows_per_tile, seqs[s].n_rows - r0);
+    args.g = g;
+    args.out = out;
+    args.out_stride = out_stride;
+    args.scratch = scratch;
+    tile_fn(args);
+  };
+
+  if (pool.size() == 1 || n_items == 1 || work < kMinParallelWork) {
+    float* scratch = ThreadScratch(scratch_floats);
+    for (int64_t i = n_items - 1; i >= 0; --i) run_item(i, scratch);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  pool.Run([&](int, int) {
+    float* scratch = ThreadScratch(scratch_floats);
+    for (int64_t i = next.fetch_add(1); i < n_items; i = next.fetch_add(1)) {
+      run_item(n_items - 1 - i, scratch);
+    }
+  });
+}
+
+}  // namespace pagoda::kernels

@@ -1,0 +1,106 @@
+// Scalar reference twins of ops.h: plain loops, double accumulation, libm.
+// They define what the fast ops compute; tests compare against them.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "base/check.h"
+#include "kernels/cpu/ops.h"
+
+namespace pagoda::kernels {
+
+void RmsNormReference(const float* x, const float* w, float eps, int64_t n_rows, int64_t n,
+                      float* y) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[r * n + i]) * x[r * n + i];
+    const double scale = 1.0 / std::sqrt(sum / static_cast<double>(n) + eps);
+    for (int64_t i = 0; i < n; ++i) {
+      y[r * n + i] = static_cast<float>(x[r * n + i] * scale * (w != nullptr ? w[i] : 1.0));
+    }
+  }
+}
+
+void RopeReference(float* x, int64_t n_tokens, int64_t row_stride, int n_heads, int head_dim,
+                   int n_rot, bool neox, const int32_t* pos, double base, double freq_scale,
+                   const float* freq_factors) {
+  const int n_half = n_rot / 2;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int h = 0; h < n_heads; ++h) {
+      float* v = x + t * row_stride + static_cast<int64_t>(h) * head_dim;
+      for (int i = 0; i < n_half; ++i) {
+        double theta = pos[t] * freq_scale * std::pow(base, -2.0 * i / n_rot);
+        if (freq_factors != nullptr) theta /= freq_factors[i];
+        const int i0 = neox ? i : 2 * i;
+        const int i1 = neox ? i + n_half : 2 * i + 1;
+        const double x0 = v[i0];
+        const double x1 = v[i1];
+        v[i0] = static_cast<float>(x0 * std::cos(theta) - x1 * std::sin(theta));
+        v[i1] = static_cast<float>(x0 * std::sin(theta) + x1 * std::cos(theta));
+      }
+    }
+  }
+}
+
+void SoftmaxReference(float* x, int64_t n) {
+  double mx = -std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<double>(x[i]));
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(x[i] - mx);
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(std::exp(x[i] - mx) / sum);
+}
+
+void SiluMulReference(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = gate[i];
+    out[i] = static_cast<float>(g / (1.0 + std::exp(-g)) * up[i]);
+  }
+}
+
+namespace {
+const float* KvAt(const float* const* blocks, int32_t block_size, int64_t pos_stride,
+                  int64_t head_stride, int32_t pos, int head) {
+  return blocks[pos / block_size] + (pos % block_size) * pos_stride + head * head_stride;
+}
+}  // namespace
+
+void AttentionReference(const AttentionShape& sh, const float* q, int64_t q_stride,
+                        const int32_t* positions, const AttentionSeq* seqs, int n_seqs,
+                        float* out, int64_t out_stride) {
+  const int ratio = sh.n_head / sh.n_head_kv;
+  std::vector<double> scores;
+  std::vector<double> acc(sh.head_dim_v);
+  for (int si = 0; si < n_seqs; ++si) {
+    const AttentionSeq& seq = seqs[si];
+    const KvView& kv = seq.kv;
+    for (int32_t ri = 0; ri < seq.n_rows; ++ri) {
+      const int32_t row = seq.rows[ri];
+      const int32_t p = positions[row];
+      scores.assign(p + 1, 0.0);
+      for (int h = 0; h < sh.n_head; ++h) {
+        const int g = h / ratio;
+        const float* qh = q + row * q_stride + static_cast<int64_t>(h) * sh.head_dim_k;
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int32_t j = 0; j <= p; ++j) {
+          const float* k = KvAt(kv.k_blocks, kv.block_size, kv.k_pos_stride, kv.k_head_stride, j, g);
+          double s = 0.0;
+          for (int d = 0; d < sh.head_dim_k; ++d) s += static_cast<double>(qh[d]) * k[d];
+          scores[j] = s * sh.scale;
+          mx = std::max(mx, scores[j]);
+        }
+        double sum = 0.0;
+        for (int32_t j = 0; j <= p; ++j) sum += (scores[j] = std::exp(scores[j] - mx));
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int32_t j = 0; j <= p; ++j) {
+          const float* v = KvAt(kv.v_blocks, kv.block_size, kv.v_pos_stride, kv.v_head_stride, j, g);
+          for (int d = 0; d < sh.head_dim_v; ++d) acc[d] += scores[j] / sum * v[d];
+        }
+        float* o = out + row * out_stride + static_cast<int64_t>(h) * sh.head_dim_v;
+        for (int d = 0; d < sh.head_dim_v; ++d) o[d] = static_cast<float>(acc[d]);
+      }
+    }
+  }
+}
+
+}  // namespace pagoda::kernels

@@ -1,0 +1,12 @@
+// Registration hooks of the built-in architectures, one per arch/<name>.cc.
+#pragma once
+
+namespace pagoda {
+
+class ArchRegistry;
+
+void RegisterLlama(ArchRegistry& registry);
+void RegisterQwen2(ArchRegistry& registry);
+void RegisterQwen3(ArchRegistry& registry);
+
+}  // namespace pagoda

@@ -1,0 +1,21 @@
+// llama: Llama 2/3, Mistral, TinyLlama and the many llama-shaped models.
+// Adjacent-pair RoPE; optional attention biases; Llama-3.1 frequency factors
+// arrive as rope_freqs.weight (read by ReadModelConfig); tied output allowed.
+#include "model/arch/arch.h"
+#include "model/model_registry.h"
+#include "model/standard_decoder.h"
+
+namespace pagoda {
+
+void RegisterLlama(ArchRegistry& registry) {
+  registry.Register("llama", [](std::shared_ptr<const GgufFile> file, ThreadPool& pool,
+                                const ModelOptions& options) {
+    StandardDecoderRecipe recipe;
+    recipe.traits.rope_neox = false;
+    recipe.attention.qkv_bias = Presence::kOptional;
+    recipe.attention.out_bias = Presence::kOptional;
+    return LoadStandardDecoder(std::move(file), "llama", recipe, pool, options);
+  });
+}
+
+}  // namespace pagoda

@@ -1,0 +1,178 @@
+#include "model/decoder_model.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/quantize.h"
+
+namespace pagoda {
+namespace {
+
+void AddInPlace(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DecoderModel>> DecoderModel::Create(std::shared_ptr<const GgufFile> file,
+                                                           ModelConfig config,
+                                                           DecoderWeights weights,
+                                                           ThreadPool& pool,
+                                                           const ModelOptions& options) {
+  if (static_cast<int64_t>(weights.blocks.size()) != config.n_layer) {
+    return Internal("decoder has " + std::to_string(weights.blocks.size()) + " blocks for " +
+                    std::to_string(config.n_layer) + " layers");
+  }
+  return std::unique_ptr<DecoderModel>(
+      new DecoderModel(std::move(file), std::move(config), std::move(weights), pool, options));
+}
+
+DecoderModel::DecoderModel(std::shared_ptr<const GgufFile> file, ModelConfig config,
+                           DecoderWeights weights, ThreadPool& pool, const ModelOptions& options)
+    : file_(std::move(file)),
+      config_(std::move(config)),
+      w_(std::move(weights)),
+      pool_(pool),
+      max_tokens_(options.max_batch_tokens) {
+  const int64_t n_embd = config_.n_embd;
+  int64_t scratch = 0;
+  for (const DecoderBlock& b : w_.blocks) {
+    kv_spec_.layers.push_back(b.attn->kv_spec());
+    scratch = std::max({scratch, b.attn->ScratchFloats(max_tokens_), b.ffn->ScratchFloats(max_tokens_)});
+  }
+  const int n_half = static_cast<int>(config_.n_rot / 2);
+  inv_freq_.resize(n_half);
+  kernels::RopeInvFreq(config_.rope_base, static_cast<int>(config_.n_rot), config_.rope_freq_scale,
+                       config_.rope_freq_factors.empty() ? nullptr : config_.rope_freq_factors.data(),
+                       inv_freq_.data());
+  x_ = FloatBuffer(max_tokens_ * n_embd);
+  xn_ = FloatBuffer(max_tokens_ * n_embd);
+  y_ = FloatBuffer(max_tokens_ * n_embd);
+  layer_scratch_ = FloatBuffer(scratch);
+  rope_cos_ = FloatBuffer(max_tokens_ * n_half);
+  rope_sin_ = FloatBuffer(max_tokens_ * n_half);
+  rows_.resize(max_tokens_);
+  seqs_.reserve(max_tokens_);
+  seq_fill_.reserve(max_tokens_);
+  attn_seqs_.resize(max_tokens_);
+  out_rows_.reserve(max_tokens_);
+}
+
+Status DecoderModel::Validate(const Batch& b, const KvCache& kv, std::span<float> logits) const {
+  const size_t n = b.tokens.size();
+  if (b.positions.size() != n || b.seq_ids.size() != n || b.want_logits.size() != n) {
+    return InvalidArgument("batch arrays differ in length");
+  }
+  if (kv.spec() != kv_spec_) return InvalidArgument("KV cache layout does not match the model");
+  const int64_t need = b.n_outputs() * config_.n_vocab;
+  if (static_cast<int64_t>(logits.size()) < need) {
+    return InvalidArgument("logits buffer holds " + std::to_string(logits.size()) + " floats, " +
+                           std::to_string(need) + " needed");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (b.tokens[i] < 0 || b.tokens[i] >= config_.n_vocab) {
+      return InvalidArgument("token " + std::to_string(i) + ": id " + std::to_string(b.tokens[i]) +
+                             " outside the vocabulary [0, " + std::to_string(config_.n_vocab) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status DecoderModel::Forward(const Batch& batch, KvCache& kv, std::span<float> logits) {
+  PAGODA_RETURN_IF_ERROR(Validate(batch, kv, logits));
+  PAGODA_RETURN_IF_ERROR(kv.Prepare(batch));
+  float* out = logits.data();
+  for (int64_t start = 0; start < batch.size(); start += max_tokens_) {
+    out = ForwardMicroBatch(batch, start, std::min(max_tokens_, batch.size() - start), kv, out);
+  }
+  return Status::Ok();
+}
+
+void DecoderModel::GroupBySequence(const int32_t* seq_ids, int64_t n) {
+  // Counting sort by sequence in order of first appearance; a batch rarely
+  // holds more than a few hundred sequences, so the linear lookup is cheap.
+  seqs_.clear();
+  seq_fill_.clear();
+  for (int64_t t = 0; t < n; ++t) {
+    size_t s = 0;
+    while (s < seqs_.size() && seqs_[s].seq_id != seq_ids[t]) ++s;
+    if (s == seqs_.size()) seqs_.push_back(SeqRows{seq_ids[t], nullptr, 0});
+    ++seqs_[s].n_rows;
+  }
+  int32_t offset = 0;
+  for (SeqRows& s : seqs_) {
+    s.rows = rows_.data() + offset;
+    seq_fill_.push_back(offset);
+    offset += s.n_rows;
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    size_t s = 0;
+    while (seqs_[s].seq_id != seq_ids[t]) ++s;
+    rows_[seq_fill_[s]++] = static_cast<int32_t>(t);
+  }
+}
+
+float* DecoderModel::ForwardMicroBatch(const Batch& b, int64_t start, int64_t n, KvCache& kv,
+                                       float* logits) {
+  const int64_t n_embd = config_.n_embd;
+  const int32_t* positions = b.positions.data() + start;
+  const int32_t* seq_ids = b.seq_ids.data() + start;
+  float* x = x_.data();    // [n, n_embd]
+  float* xn = xn_.data();  // [n, n_embd]
+  float* y = y_.data();    // [n, n_embd]
+
+  for (int64_t t = 0; t < n; ++t) {
+    Status st = kernels::DequantizeRow(w_.token_embd.type, w_.token_embd.row(b.tokens[start + t]),
+                                       x + t * n_embd, n_embd);
+    PAGODA_CHECK(st.ok()) << st.ToString();  // type checked at load
+  }
+  out_rows_.clear();
+  for (int64_t t = 0; t < n; ++t) {
+    if (b.want_logits[start + t]) out_rows_.push_back(static_cast<int32_t>(t));
+  }
+  GroupBySequence(seq_ids, n);
+  const int n_half = static_cast<int>(config_.n_rot / 2);
+  kernels::RopeTables(inv_freq_.data(), n_half, positions, n, rope_cos_.data(), rope_sin_.data());
+
+  ForwardContext ctx;
+  ctx.pool = &pool_;
+  ctx.kv = &kv;
+  ctx.n_tokens = n;
+  ctx.positions = positions;
+  ctx.seq_ids = seq_ids;
+  ctx.seqs = seqs_.data();
+  ctx.n_seqs = static_cast<int>(seqs_.size());
+  ctx.rope_cos = rope_cos_.data();
+  ctx.rope_sin = rope_sin_.data();
+  ctx.attn_seqs = attn_seqs_.data();
+  ctx.scratch = layer_scratch_.data();
+
+  const int64_t n_out = static_cast<int64_t>(out_rows_.size());
+  for (int64_t l = 0; l < config_.n_layer; ++l) {
+    const DecoderBlock& blk = w_.blocks[l];
+    kernels::RmsNorm(x, blk.attn_norm, config_.rms_eps, ctx.n_tokens, n_embd, xn);
+    blk.attn->Forward(ctx, static_cast<int>(l), xn, y);
+    AddInPlace(x, y, ctx.n_tokens * n_embd);
+    if (l == config_.n_layer - 1 && n_out < ctx.n_tokens) {
+      // Only the rows that need logits go through the last FFN and the head.
+      for (int64_t i = 0; i < n_out; ++i) {
+        if (out_rows_[i] != i) std::memcpy(x + i * n_embd, x + out_rows_[i] * n_embd, n_embd * sizeof(float));
+      }
+      ctx.n_tokens = n_out;
+      ctx.positions = nullptr;
+      ctx.seq_ids = nullptr;
+      ctx.n_seqs = 0;
+      if (n_out == 0) return logits;
+    }
+    kernels::RmsNorm(x, blk.ffn_norm, config_.rms_eps, ctx.n_tokens, n_embd, xn);
+    blk.ffn->Forward(ctx, xn, y);
+    AddInPlace(x, y, ctx.n_tokens * n_embd);
+  }
+  kernels::RmsNorm(x, w_.output_norm, config_.rms_eps, n_out, n_embd, xn);
+  kernels::MatMul(w_.output, xn, n_out, logits, pool_);
+  return logits + n_out * config_.n_vocab;
+}
+
+}  // namespace pagoda

@@ -1,0 +1,72 @@
+// DecoderModel: a decoder-only transformer built from pre-norm blocks
+//   x += attn(rms_norm(x) * attn_norm);  x += ffn(rms_norm(x) * ffn_norm)
+// over a token embedding, with a final RMSNorm and an LM head. The layer types
+// inside each block come from the architecture (GQA or MLA attention, dense or
+// MoE FFN); this class runs the batch through them. Created by the arch
+// factories (see standard_decoder.h).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "model/float_buffer.h"
+#include "model/layers/layer.h"
+#include "model/model.h"
+
+namespace pagoda {
+
+struct DecoderBlock {
+  const float* attn_norm = nullptr;  // [n_embd]
+  std::unique_ptr<AttentionLayer> attn;
+  const float* ffn_norm = nullptr;   // [n_embd]
+  std::unique_ptr<FfnLayer> ffn;
+};
+
+struct DecoderWeights {
+  TensorView token_embd;                // [n_embd, n_vocab]
+  std::vector<DecoderBlock> blocks;     // [n_layer]
+  const float* output_norm = nullptr;   // [n_embd]
+  TensorView output;                    // [n_embd -> n_vocab]; token_embd when tied
+};
+
+class DecoderModel final : public Model {
+ public:
+  static Result<std::unique_ptr<DecoderModel>> Create(std::shared_ptr<const GgufFile> file,
+                                                      ModelConfig config, DecoderWeights weights,
+                                                      ThreadPool& pool,
+                                                      const ModelOptions& options);
+
+  const ModelConfig& config() const override { return config_; }
+  const KvCacheSpec& kv_cache_spec() const override { return kv_spec_; }
+  Status Forward(const Batch& batch, KvCache& kv, std::span<float> logits) override;
+
+ private:
+  DecoderModel(std::shared_ptr<const GgufFile> file, ModelConfig config, DecoderWeights weights,
+               ThreadPool& pool, const ModelOptions& options);
+  Status Validate(const Batch& batch, const KvCache& kv, std::span<float> logits) const;
+  // Tokens [start, start + n) of the batch; returns the logits row after the last written.
+  float* ForwardMicroBatch(const Batch& batch, int64_t start, int64_t n, KvCache& kv, float* logits);
+  void GroupBySequence(const int32_t* seq_ids, int64_t n);
+
+  std::shared_ptr<const GgufFile> file_;  // keeps the weight views valid
+  ModelConfig config_;
+  DecoderWeights w_;
+  KvCacheSpec kv_spec_;
+  ThreadPool& pool_;
+  int64_t max_tokens_ = 0;
+  std::vector<double> inv_freq_;  // [n_rot / 2]
+
+  // Scratch, sized for max_tokens_ at construction.
+  FloatBuffer x_;        // [max_tokens, n_embd] residual stream
+  FloatBuffer xn_;       // [max_tokens, n_embd] normalised input of a layer
+  FloatBuffer y_;        // [max_tokens, n_embd] layer output
+  FloatBuffer layer_scratch_;
+  FloatBuffer rope_cos_, rope_sin_;  // [max_tokens, n_rot / 2]
+  std::vector<int32_t> rows_;        // rows grouped by sequence
+  std::vector<SeqRows> seqs_;
+  std::vector<int32_t> seq_fill_;
+  std::vector<kernels::AttentionSeq> attn_seqs_;
+  std::vector<int32_t> out_rows_;    // rows of the micro-batch that need logits
+};
+
+}  // namespace pagoda

@@ -1,0 +1,32 @@
+#include "model/layers/dense_ffn.h"
+
+#include "kernels/cpu/matmul.h"
+
+namespace pagoda {
+
+Result<std::unique_ptr<DenseFfn>> DenseFfn::Load(const WeightLoader& w, int layer,
+                                                 const ModelConfig& c) {
+  auto f = std::unique_ptr<DenseFfn>(new DenseFfn());
+  f->n_ff_ = c.n_ff;
+  auto name = [layer](const char* s) { return WeightLoader::LayerName(layer, s); };
+  PAGODA_ASSIGN_OR_RETURN(f->gate_, w.Matrix(name("ffn_gate.weight"), c.n_embd, c.n_ff));
+  PAGODA_ASSIGN_OR_RETURN(f->up_, w.Matrix(name("ffn_up.weight"), c.n_embd, c.n_ff));
+  PAGODA_ASSIGN_OR_RETURN(f->down_, w.Matrix(name("ffn_down.weight"), c.n_ff, c.n_embd));
+  return f;
+}
+
+int64_t DenseFfn::ScratchFloats(int64_t n_tokens) const {
+  return 2 * ((n_tokens * n_ff_ + 15) / 16 * 16);
+}
+
+void DenseFfn::Forward(const ForwardContext& ctx, const float* x, float* out) const {
+  const int64_t n = ctx.n_tokens;
+  float* gate = ctx.scratch;                            // [n, n_ff]
+  float* up = gate + (n * n_ff_ + 15) / 16 * 16;        // [n, n_ff]
+  kernels::MatMul(gate_, x, n, gate, *ctx.pool);
+  kernels::MatMul(up_, x, n, up, *ctx.pool);
+  kernels::SiluMul(gate, up, n * n_ff_, gate);
+  kernels::MatMul(down_, gate, n, out, *ctx.pool);
+}
+
+}  // namespace pagoda

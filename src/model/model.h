@@ -1,0 +1,54 @@
+// Model: a loaded transformer that turns a Batch into logits, reading and
+// writing a KvCache. Weights are views into the GGUF mmap, which the model
+// keeps alive through a shared_ptr<const GgufFile>; scratch buffers are
+// allocated once at load, so Forward() does not allocate.
+// Threading: a Model is used by one thread at a time (the engine thread); it
+// runs its kernels on the ThreadPool given at load, which must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "gguf/gguf_file.h"
+#include "model/batch.h"
+#include "model/kv_cache.h"
+#include "model/model_config.h"
+
+namespace pagoda {
+
+struct ModelOptions {
+  // Tokens per internal micro-batch: bounds scratch memory. Larger batches
+  // are split transparently.
+  int32_t max_batch_tokens = 512;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  virtual const ModelConfig& config() const = 0;
+  // The per-layer layout a KvCache for this model must have.
+  virtual const KvCacheSpec& kv_cache_spec() const = 0;
+  int64_t n_vocab() const { return config().n_vocab; }
+
+  // Runs one step: writes the K/V of every batch token into `kv` and the
+  // logits of the tokens with want_logits into `logits`, row by row in batch
+  // order: [batch.n_outputs(), n_vocab] floats. Errors (bad token id, bad
+  // position or sequence, KV cache full, wrong cache layout, logits too
+  // small) are reported before anything is written.
+  virtual Status Forward(const Batch& batch, KvCache& kv, std::span<float> logits) = 0;
+};
+
+// Loads the model of `file`, choosing the implementation by
+// general.architecture from ArchRegistry::Builtin().
+Result<std::unique_ptr<Model>> LoadModel(std::shared_ptr<const GgufFile> file, ThreadPool& pool,
+                                         const ModelOptions& options = {});
+// Opens `path` and loads it.
+Result<std::unique_ptr<Model>> LoadModel(const std::string& path, ThreadPool& pool,
+                                         const ModelOptions& options = {});
+
+}  // namespace pagoda

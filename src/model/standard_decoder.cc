@@ -1,0 +1,37 @@
+#include "model/standard_decoder.h"
+
+#include "model/decoder_model.h"
+#include "model/layers/dense_ffn.h"
+
+namespace pagoda {
+
+Result<std::unique_ptr<Model>> LoadStandardDecoder(std::shared_ptr<const GgufFile> file,
+                                                   const std::string& arch,
+                                                   const StandardDecoderRecipe& recipe,
+                                                   ThreadPool& pool, const ModelOptions& options) {
+  PAGODA_ASSIGN_OR_RETURN(ModelConfig config, ReadModelConfig(*file, arch, recipe.traits));
+  const WeightLoader w(*file);
+  DecoderWeights weights;
+  PAGODA_ASSIGN_OR_RETURN(weights.token_embd,
+                          w.Embedding("token_embd.weight", config.n_embd, config.n_vocab));
+  for (int l = 0; l < config.n_layer; ++l) {
+    DecoderBlock b;
+    PAGODA_ASSIGN_OR_RETURN(b.attn_norm, w.Vector(WeightLoader::LayerName(l, "attn_norm.weight"), config.n_embd));
+    PAGODA_ASSIGN_OR_RETURN(b.attn, GqaAttention::Load(w, l, config, recipe.attention));
+    PAGODA_ASSIGN_OR_RETURN(b.ffn_norm, w.Vector(WeightLoader::LayerName(l, "ffn_norm.weight"), config.n_embd));
+    if (recipe.ffn) {
+      PAGODA_ASSIGN_OR_RETURN(b.ffn, recipe.ffn(w, l, config));
+    } else {
+      PAGODA_ASSIGN_OR_RETURN(b.ffn, DenseFfn::Load(w, l, config));
+    }
+    weights.blocks.push_back(std::move(b));
+  }
+  PAGODA_ASSIGN_OR_RETURN(weights.output_norm, w.Vector("output_norm.weight", config.n_embd));
+  const char* head = config.tied_output ? "token_embd.weight" : "output.weight";
+  PAGODA_ASSIGN_OR_RETURN(weights.output, w.Matrix(head, config.n_embd, config.n_vocab));
+  PAGODA_ASSIGN_OR_RETURN(auto model, DecoderModel::Create(std::move(file), std::move(config),
+                                                          std::move(weights), pool, options));
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+}  // namespace pagoda

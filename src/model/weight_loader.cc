@@ -1,0 +1,75 @@
+#include "model/weight_loader.h"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quantize.h"
+
+namespace pagoda {
+namespace {
+
+std::string ShapeString(const std::array<int64_t, 4>& ne, int n_dims) {
+  std::string s = "[";
+  for (int i = 0; i < std::max(n_dims, 1); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(ne[i]);
+  }
+  return s + "]";
+}
+
+}  // namespace
+
+std::string WeightLoader::LayerName(int layer, const char* suffix) {
+  return "blk." + std::to_string(layer) + "." + suffix;
+}
+
+Result<TensorView> WeightLoader::Shaped(const std::string& name, int64_t ne0, int64_t ne1) const {
+  PAGODA_ASSIGN_OR_RETURN(TensorView t, file_.GetTensor(name));
+  if (t.ne[0] != ne0 || t.ne[1] != ne1 || t.ne[2] != 1 || t.ne[3] != 1) {
+    std::array<int64_t, 4> want = {ne0, ne1, 1, 1};
+    return InvalidArgument(file_.path() + ": tensor '" + name + "' has shape " +
+                           ShapeString(t.ne, t.n_dims) + ", expected " +
+                           ShapeString(want, ne1 == 1 ? 1 : 2));
+  }
+  return t;
+}
+
+Result<TensorView> WeightLoader::Matrix(const std::string& name, int64_t n_in, int64_t n_out) const {
+  PAGODA_ASSIGN_OR_RETURN(TensorView t, Shaped(name, n_in, n_out));
+  Status st = kernels::CheckMatMulWeight(t);
+  if (!st.ok()) return st.WithContext(file_.path() + ": tensor '" + name + "'");
+  return t;
+}
+
+Result<TensorView> WeightLoader::Embedding(const std::string& name, int64_t n_embd,
+                                           int64_t n_vocab) const {
+  PAGODA_ASSIGN_OR_RETURN(TensorView t, Shaped(name, n_embd, n_vocab));
+  if (n_embd % GetDTypeInfo(t.type).block_size != 0) {
+    return InvalidArgument(file_.path() + ": tensor '" + name + "' rows of " +
+                           std::to_string(n_embd) + " are not whole " + DTypeName(t.type) +
+                           " blocks");
+  }
+  // Reading one row proves DequantizeRow supports the type.
+  std::vector<float> row(n_embd);
+  Status st = kernels::DequantizeRow(t.type, t.row(0), row.data(), n_embd);
+  if (!st.ok()) return st.WithContext(file_.path() + ": tensor '" + name + "'");
+  return t;
+}
+
+Result<const float*> WeightLoader::Vector(const std::string& name, int64_t n) const {
+  PAGODA_ASSIGN_OR_RETURN(TensorView t, Shaped(name, n, 1));
+  if (t.type != DType::kF32) {
+    return InvalidArgument(file_.path() + ": tensor '" + name + "' has type " + DTypeName(t.type) +
+                           ", expected F32");
+  }
+  return static_cast<const float*>(t.data);
+}
+
+Result<const float*> WeightLoader::OptionalVector(const std::string& name, int64_t n) const {
+  if (!Has(name)) return static_cast<const float*>(nullptr);
+  return Vector(name, n);
+}
+
+}  // namespace pagoda

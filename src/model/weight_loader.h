@@ -1,0 +1,39 @@
+// WeightLoader: fetches a model's tensors from a GGUF file by name with shape
+// and type checks, so that a bad file fails at load time with a Status naming
+// the file and the tensor, never in a kernel. Returns views into the mmap.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "gguf/gguf_file.h"
+#include "tensor/tensor_view.h"
+
+namespace pagoda {
+
+class WeightLoader {
+ public:
+  explicit WeightLoader(const GgufFile& file) : file_(file) {}
+
+  const GgufFile& file() const { return file_; }
+  bool Has(const std::string& name) const { return file_.FindTensor(name) != nullptr; }
+
+  // A matrix for MatMul: GGML ne = [n_in, n_out], a type MatMul supports.
+  Result<TensorView> Matrix(const std::string& name, int64_t n_in, int64_t n_out) const;
+  // An embedding table [n_embd, n_vocab] whose rows DequantizeRow can read.
+  Result<TensorView> Embedding(const std::string& name, int64_t n_embd, int64_t n_vocab) const;
+  // An F32 vector of n elements (norm weights, biases).
+  Result<const float*> Vector(const std::string& name, int64_t n) const;
+  // As Vector, but nullptr when the tensor is absent.
+  Result<const float*> OptionalVector(const std::string& name, int64_t n) const;
+
+  // "blk.<layer>.<suffix>"
+  static std::string LayerName(int layer, const char* suffix);
+
+ private:
+  Result<TensorView> Shaped(const std::string& name, int64_t ne0, int64_t ne1) const;
+  const GgufFile& file_;
+};
+
+}  // namespace pagoda

@@ -1,0 +1,183 @@
+#include "tokenizer/tokenizer.h"
+
+#include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/byte_unicode.h"
+#include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/spm_tokenizer.h"
+
+namespace pagoda {
+namespace {
+
+constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+
+void EscapeSpaces(std::string_view text, std::string* out) {
+  for (char c : text) {
+    if (c == ' ') {
+      out->append(kSpaceMark);
+    } else {
+      out->push_back(c);
+    }
+  }
+}
+
+std::string UnescapeSpaces(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text.compare(i, kSpaceMark.size(), kSpaceMark) == 0) {
+      out.push_back(' ');
+      i += kSpaceMark.size();
+    } else {
+      out.push_back(text[i++]);
+    }
+  }
+  return out;
+}
+
+// "<0xNN>" -> NN, or -1.
+int ParseByteToken(std::string_view t) {
+  if (t.size() != 6 || t.substr(0, 3) != "<0x" || t[5] != '>') return -1;
+  auto hex = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  const int hi = hex(t[3]);
+  const int lo = hex(t[4]);
+  return (hi < 0 || lo < 0) ? -1 : hi * 16 + lo;
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer() = default;
+Tokenizer::~Tokenizer() = default;
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::FromMetadata(const GgufMetadata& md) {
+  PAGODA_ASSIGN_OR_RETURN(std::string model, md.GetString(kKeyModel));
+  std::unique_ptr<Tokenizer> tok(new Tokenizer());
+  if (model == "llama") {
+    tok->kind_ = TokenizerKind::kSpm;
+    PAGODA_ASSIGN_OR_RETURN(tok->vocab_, Vocab::Load(md, TokenizerKind::kSpm));
+    tok->spm_ = std::make_unique<SpmTokenizer>(tok->vocab_);
+  } else if (model == "gpt2") {
+    tok->kind_ = TokenizerKind::kBpe;
+    PAGODA_ASSIGN_OR_RETURN(tok->pre_, md.GetStringOr(kKeyPre, ""));
+    PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<PreTokenizer> pre, PreTokenizer::Create(tok->pre_));
+    PAGODA_ASSIGN_OR_RETURN(tok->vocab_,
+                            Vocab::Load(md, TokenizerKind::kBpe, pre->default_add_bos()));
+    PAGODA_ASSIGN_OR_RETURN(tok->bpe_, BpeTokenizer::Create(tok->vocab_, md, std::move(pre)));
+  } else if (model == "bert" || model == "t5" || model == "rwkv" || model == "plamo2" ||
+             model == "gemma4" || model == "no_vocab" || model == "none") {
+    return Unimplemented("'" + std::string(kKeyModel) + "' = '" + model +
+                         "' is not supported (only 'llama' SentencePiece and 'gpt2' byte-level "
+                         "BPE vocabularies are)");
+  } else {
+    return InvalidArgument("unknown '" + std::string(kKeyModel) + "' = '" + model + "'");
+  }
+  tok->specials_.Build(tok->vocab_);
+  tok->BuildPieces();
+  return tok;
+}
+
+void Tokenizer::BuildPieces() {
+  pieces_.resize(vocab_.size());
+  for (TokenId id = 0; id < vocab_.size(); ++id) {
+    const std::string& text = vocab_.texts[id];
+    std::string& piece = pieces_[id];
+    switch (vocab_.attrs[id]) {
+      case TokenAttr::kControl:
+      case TokenAttr::kUnknown:
+      case TokenAttr::kUserDefined:
+        piece = text;
+        break;
+      case TokenAttr::kUnused:
+        break;
+      case TokenAttr::kByte:
+        if (const int b = ParseByteToken(text); b >= 0) {
+          piece.assign(1, static_cast<char>(b));
+          break;
+        }
+        [[fallthrough]];
+      case TokenAttr::kNormal:
+      case TokenAttr::kUndefined:
+        if (kind_ == TokenizerKind::kSpm) {
+          piece = UnescapeSpaces(text);
+        } else {
+          ByteDecode(text, &piece);
+        }
+        break;
+    }
+  }
+}
+
+void Tokenizer::EncodeText(std::string_view text, bool after_special,
+                           std::vector<TokenId>* out) const {
+  if (kind_ == TokenizerKind::kBpe) {
+    bpe_->Encode(vocab_, text, out);
+    return;
+  }
+  // SentencePiece adds a dummy space at the start of the text, which
+  // llama.cpp repeats after every special token.
+  std::string escaped;
+  escaped.reserve(text.size() + 8);
+  if (vocab_.add_space_prefix && after_special) escaped.append(kSpaceMark);
+  EscapeSpaces(text, &escaped);
+  spm_->Encode(vocab_, escaped, out);
+}
+
+std::vector<TokenId> Tokenizer::Encode(std::string_view text, bool add_special,
+                                       bool parse_special) const {
+  std::vector<TokenId> out;
+  if (add_special && vocab_.add_bos) out.push_back(vocab_.bos);
+  if (!text.empty()) {
+    std::vector<Fragment> fragments;
+    specials_.Split(text, parse_special, &fragments);
+    bool after_special = true;
+    for (const Fragment& f : fragments) {
+      if (f.token != kNoToken) {
+        out.push_back(f.token);
+        after_special = true;
+      } else {
+        EncodeText(f.text, after_special, &out);
+        after_special = false;
+      }
+    }
+  }
+  if (add_special && vocab_.add_eos) out.push_back(vocab_.eos);
+  return out;
+}
+
+std::string_view Tokenizer::PieceView(TokenId id, bool special) const {
+  if (!vocab_.InRange(id)) return {};
+  const TokenAttr a = vocab_.attrs[id];
+  if (!special && (a == TokenAttr::kControl || a == TokenAttr::kUnknown)) return {};
+  return pieces_[id];
+}
+
+std::string Tokenizer::Decode(std::span<const TokenId> ids, bool special) const {
+  std::string out;
+  size_t i = 0;
+  bool strip_space = vocab_.add_space_prefix;
+  if (strip_space && !ids.empty() && ids[0] == vocab_.bos && vocab_.bos != kNoToken) {
+    out.append(PieceView(ids[0], special));
+    i = 1;
+  }
+  for (; i < ids.size(); ++i) {
+    std::string_view piece = PieceView(ids[i], special);
+    if (strip_space) {
+      if (!piece.empty() && piece[0] == ' ') piece.remove_prefix(1);
+      strip_space = false;
+    }
+    out.append(piece);
+  }
+  return out;
+}
+
+const std::string& Tokenizer::token_text(TokenId id) const {
+  static const std::string kEmpty;
+  return vocab_.InRange(id) ? vocab_.texts[id] : kEmpty;
+}
+
+}  // namespace pagoda

@@ -1,0 +1,230 @@
+// The ops of kernels/cpu/ops.h against their scalar reference twins, with
+// the error bounds stated per op. Attention is checked on every ISA path.
+#include "kernels/cpu/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/matmul.h"
+
+namespace pagoda::kernels {
+namespace {
+
+std::vector<float> RandomVector(int64_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+double MaxRelError(const std::vector<float>& got, const std::vector<float>& want) {
+  double max_abs = 0.0, max_ref = 0.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    max_abs = std::max(max_abs, static_cast<double>(std::abs(got[i] - want[i])));
+    max_ref = std::max(max_ref, static_cast<double>(std::abs(want[i])));
+  }
+  return max_abs / std::max(max_ref, 1e-30);
+}
+
+TEST(RmsNormTest, MatchesReference) {
+  for (int64_t n : {1, 7, 64, 2048, 2053}) {
+    const auto x = RandomVector(3 * n, 1, 3.0f);
+    const auto w = RandomVector(n, 2);
+    std::vector<float> got(3 * n), want(3 * n);
+    RmsNorm(x.data(), w.data(), 1e-5f, 3, n, got.data());
+    RmsNormReference(x.data(), w.data(), 1e-5f, 3, n, want.data());
+    EXPECT_LT(MaxRelError(got, want), 1e-6) << "n " << n;  // float products vs double
+    RmsNorm(x.data(), nullptr, 1e-5f, 3, n, got.data());
+    RmsNormReference(x.data(), nullptr, 1e-5f, 3, n, want.data());
+    EXPECT_LT(MaxRelError(got, want), 1e-6) << "n " << n << " no weight";
+  }
+}
+
+TEST(RmsNormTest, WorksInPlace) {
+  auto x = RandomVector(128, 3);
+  std::vector<float> want(128);
+  RmsNormReference(x.data(), nullptr, 1e-6f, 2, 64, want.data());
+  RmsNorm(x.data(), nullptr, 1e-6f, 2, 64, x.data());
+  EXPECT_LT(MaxRelError(x, want), 1e-6);
+}
+
+struct RopeCase {
+  bool neox;
+  int head_dim;
+  int n_rot;
+  double freq_scale;
+  bool factors;
+};
+
+class RopeTest : public ::testing::TestWithParam<RopeCase> {};
+
+TEST_P(RopeTest, MatchesReference) {
+  const RopeCase c = GetParam();
+  const int n_heads = 3, n_tokens = 5;
+  const int64_t stride = n_heads * c.head_dim + 4;  // rows may be wider than the heads
+  const std::vector<int32_t> pos = {0, 1, 17, 500, 4095};
+  std::vector<float> factors;
+  for (int i = 0; i < c.n_rot / 2; ++i) factors.push_back(1.0f + static_cast<float>(i % 4) * 2.5f);
+  const float* ff = c.factors ? factors.data() : nullptr;
+  auto got = RandomVector(n_tokens * stride, 4);
+  auto want = got;
+  std::vector<double> inv_freq(c.n_rot / 2);
+  std::vector<float> cs(n_tokens * c.n_rot / 2), sn(n_tokens * c.n_rot / 2);
+  RopeInvFreq(10000.0, c.n_rot, c.freq_scale, ff, inv_freq.data());
+  RopeTables(inv_freq.data(), c.n_rot / 2, pos.data(), n_tokens, cs.data(), sn.data());
+  Rope(got.data(), n_tokens, stride, n_heads, c.head_dim, c.n_rot, c.neox, cs.data(), sn.data());
+  RopeReference(want.data(), n_tokens, stride, n_heads, c.head_dim, c.n_rot, c.neox, pos.data(),
+                10000.0, c.freq_scale, ff);
+  // Angles in double; only cos/sin and the products are rounded to float.
+  EXPECT_LT(MaxRelError(got, want), 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(Orderings, RopeTest,
+                         ::testing::Values(RopeCase{false, 64, 64, 1.0, false},
+                                           RopeCase{true, 64, 64, 1.0, false},
+                                           RopeCase{false, 16, 16, 0.25, true},
+                                           RopeCase{true, 128, 128, 1.0, true},
+                                           RopeCase{false, 32, 16, 1.0, false},  // partial rotary
+                                           RopeCase{true, 32, 16, 0.5, false}));
+
+TEST(RopeTest, AdjacentAndNeoxPairsDiffer) {
+  // One head of 4 dims at position 1: normal rotates (0,1),(2,3); NeoX (0,2),(1,3).
+  std::vector<float> a = {1, 0, 0, 0}, b = {1, 0, 0, 0};
+  const int32_t pos = 1;
+  RopeReference(a.data(), 1, 4, 1, 4, 4, false, &pos, 10000.0, 1.0, nullptr);
+  RopeReference(b.data(), 1, 4, 1, 4, 4, true, &pos, 10000.0, 1.0, nullptr);
+  EXPECT_NEAR(a[1], std::sin(1.0), 1e-6);
+  EXPECT_NEAR(a[2], 0.0, 1e-6);
+  EXPECT_NEAR(b[1], 0.0, 1e-6);
+  EXPECT_NEAR(b[2], std::sin(1.0), 1e-6);
+}
+
+TEST(SoftmaxTest, MatchesReference) {
+  for (int64_t n : {1, 5, 512, 32000}) {
+    auto got = RandomVector(n, 5, 8.0f);
+    auto want = got;
+    Softmax(got.data(), n);
+    SoftmaxReference(want.data(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(got[i], want[i], 1e-6 * std::max(want[i], 1e-3f)) << i;
+  }
+}
+
+TEST(SiluMulTest, MatchesReference) {
+  auto gate = RandomVector(1000, 6, 6.0f);
+  gate[0] = -100.0f;
+  gate[1] = 100.0f;
+  const auto up = RandomVector(1000, 7);
+  std::vector<float> got(1000), want(1000);
+  SiluMul(gate.data(), up.data(), 1000, got.data());
+  SiluMulReference(gate.data(), up.data(), 1000, want.data());
+  for (int i = 0; i < 1000; ++i) ASSERT_NEAR(got[i], want[i], 1e-6 * std::abs(want[i]) + 1e-30) << i;
+}
+
+// ---- Attention -------------------------------------------------------------
+
+struct AttnCase {
+  int n_head, n_head_kv, head_dim;
+  std::vector<int> prefix;   // per sequence: positions already in the cache
+  std::vector<int> n_new;    // per sequence: query rows in this batch
+  int block_size;            // paged layout when < context
+};
+
+// A paged cache in head-major blocks ([n_head_kv][block_size][head_dim]),
+// the layout a paged cache may choose; the kernel must not care.
+struct PagedKv {
+  std::vector<std::vector<float>> k_storage, v_storage;
+  std::vector<const float*> k_blocks, v_blocks;
+  KvView view;
+};
+
+PagedKv MakePagedKv(int n_pos, int n_head_kv, int head_dim, int block_size, uint32_t seed) {
+  PagedKv kv;
+  const int n_blocks = (n_pos + block_size - 1) / block_size;
+  for (int b = 0; b < n_blocks; ++b) {
+    kv.k_storage.push_back(RandomVector(int64_t{n_head_kv} * block_size * head_dim, seed + 2 * b));
+    kv.v_storage.push_back(RandomVector(int64_t{n_head_kv} * block_size * head_dim, seed + 2 * b + 1));
+  }
+  // Blocks in reverse order of allocation, as a block table may well be.
+  for (int b = n_blocks - 1; b >= 0; --b) {
+    kv.k_blocks.insert(kv.k_blocks.begin(), kv.k_storage[b].data());
+    kv.v_blocks.insert(kv.v_blocks.begin(), kv.v_storage[b].data());
+  }
+  kv.view.k_blocks = kv.k_blocks.data();
+  kv.view.v_blocks = kv.v_blocks.data();
+  kv.view.block_size = block_size;
+  kv.view.k_pos_stride = head_dim;
+  kv.view.k_head_stride = int64_t{block_size} * head_dim;
+  kv.view.v_pos_stride = head_dim;
+  kv.view.v_head_stride = int64_t{block_size} * head_dim;
+  return kv;
+}
+
+class AttentionTest : public ::testing::TestWithParam<std::tuple<AttnCase, Isa>> {};
+
+TEST_P(AttentionTest, MatchesReference) {
+  const auto& [c, isa] = GetParam();
+  if (static_cast<int>(isa) > static_cast<int>(DetectedIsa())) GTEST_SKIP() << "ISA not available";
+  const Isa saved = ActiveIsa();
+  SetIsaForTesting(isa);
+  AttentionShape sh;
+  sh.n_head = c.n_head;
+  sh.n_head_kv = c.n_head_kv;
+  sh.head_dim_k = sh.head_dim_v = c.head_dim;
+  sh.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const int n_seqs = static_cast<int>(c.prefix.size());
+  // Batch rows interleave the sequences (continuous batching).
+  std::vector<int32_t> positions;
+  std::vector<std::vector<int32_t>> rows(n_seqs);
+  int max_new = *std::max_element(c.n_new.begin(), c.n_new.end());
+  for (int i = 0; i < max_new; ++i) {
+    for (int s = 0; s < n_seqs; ++s) {
+      if (i < c.n_new[s]) {
+        rows[s].push_back(static_cast<int32_t>(positions.size()));
+        positions.push_back(c.prefix[s] + i);
+      }
+    }
+  }
+  std::vector<PagedKv> kvs;
+  std::vector<AttentionSeq> seqs(n_seqs);
+  for (int s = 0; s < n_seqs; ++s) {
+    kvs.push_back(MakePagedKv(c.prefix[s] + c.n_new[s], c.n_head_kv, c.head_dim, c.block_size, 100 + s));
+  }
+  for (int s = 0; s < n_seqs; ++s) {
+    seqs[s].kv = kvs[s].view;
+    seqs[s].rows = rows[s].data();
+    seqs[s].n_rows = static_cast<int32_t>(rows[s].size());
+  }
+  const int64_t n_rows = static_cast<int64_t>(positions.size());
+  const int64_t q_stride = int64_t{c.n_head} * c.head_dim;
+  // Queries scaled up so that the softmax is peaked, as in trained models.
+  const auto q = RandomVector(n_rows * q_stride, 9, 3.0f);
+  std::vector<float> got(n_rows * q_stride, -1.0f), want(n_rows * q_stride, -2.0f);
+  ThreadPool pool(2);
+  Attention(sh, q.data(), q_stride, positions.data(), seqs.data(), n_seqs, got.data(), q_stride, pool);
+  AttentionReference(sh, q.data(), q_stride, positions.data(), seqs.data(), n_seqs, want.data(), q_stride);
+  SetIsaForTesting(saved);
+  // f32 dot products and an approximate exp (2e-7) against double: 1e-5 absolute
+  // on outputs that are convex combinations of N(0,1) values.
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << "element " << i;
+}
+
+const AttnCase kAttnCases[] = {
+    {32, 8, 64, {0}, {512}, 4096},        // pp512 shape: one prefill
+    {32, 8, 64, {511}, {1}, 4096},        // decode at 512
+    {8, 4, 8, {0}, {37}, 64},             // stories260K shape, paged
+    {4, 1, 128, {100, 0, 7}, {1, 70, 3}, 16},  // mixed decode + prefill, MQA, small blocks
+    {6, 2, 16, {63, 64, 65}, {2, 1, 130}, 64},  // block boundaries
+    {2, 2, 20, {5}, {9}, 8},              // odd head_dim, MHA
+};
+
+INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
+                         ::testing::Combine(::testing::ValuesIn(kAttnCases),
+                                            ::testing::Values(Isa::kScalar, Isa::kAvx512)));
+
+}  // namespace
+}  // namespace pagoda::kernels

@@ -1,0 +1,257 @@
+// Loading bad models and feeding bad batches: every failure is a Status that
+// names what is wrong (file, key, tensor), never a crash.
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "gguf/gguf_writer.h"
+#include "model/model.h"
+#include "model/model_registry.h"
+#include "model/random_model.h"
+
+namespace pagoda {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("pagoda_loading_" + name + ".gguf")).string();
+}
+
+RandomModelSpec TinySpec(const std::string& arch = "llama") {
+  RandomModelSpec spec;
+  spec.arch = arch;
+  spec.n_embd = 64;
+  spec.n_layer = 2;
+  spec.n_head = 4;
+  spec.n_head_kv = 2;
+  spec.n_ff = 96;
+  spec.n_vocab = 300;
+  spec.weight_type = DType::kF32;
+  return spec;
+}
+
+// Writes the tiny model with its metadata edited and tensors filtered or
+// replaced (return false from `keep` to drop a tensor; `reshape` may change ne).
+struct Edit {
+  std::function<void(GgufMetadata&)> metadata;
+  std::function<bool(const std::string&)> keep;
+  std::function<void(const std::string&, std::vector<int64_t>&)> reshape;
+};
+
+std::string WriteEdited(const std::string& name, const RandomModelSpec& spec, const Edit& edit) {
+  const std::string base = TempPath(name + "_base");
+  EXPECT_TRUE(WriteRandomModel(spec, base).ok());
+  auto src = GgufFile::Open(base);
+  EXPECT_TRUE(src.ok());
+  GgufWriter w;
+  for (const auto& [key, value] : (*src)->metadata().entries()) w.metadata().Set(key, value);
+  if (edit.metadata) edit.metadata(w.metadata());
+  for (const GgufTensorInfo& info : (*src)->tensors()) {
+    if (edit.keep && !edit.keep(info.name)) continue;
+    std::vector<int64_t> ne(info.ne.begin(), info.ne.begin() + info.n_dims);
+    const std::vector<int64_t> old_ne = ne;
+    if (edit.reshape) edit.reshape(info.name, ne);
+    const TensorView v = (*src)->View(info);
+    if (ne == old_ne) {
+      EXPECT_TRUE(w.AddTensor(info.name, info.type, ne, v.data, v.nbytes).ok());
+    } else {
+      int64_t n = 1;
+      for (int64_t d : ne) n *= d;
+      std::vector<float> zeros(n, 0.0f);  // reshaped tensors are F32 here
+      EXPECT_TRUE(w.AddTensor(info.name, DType::kF32, ne, zeros.data(), n * sizeof(float)).ok());
+    }
+  }
+  const std::string path = TempPath(name);
+  EXPECT_TRUE(w.Write(path).ok());
+  std::filesystem::remove(base);
+  return path;
+}
+
+Status LoadStatus(const std::string& path) {
+  ThreadPool pool(1);
+  auto model = LoadModel(path, pool);
+  std::filesystem::remove(path);
+  return model.ok() ? Status::Ok() : model.status();
+}
+
+TEST(ModelLoadingTest, RegistryKnowsTheDenseArchitectures) {
+  const auto names = ArchRegistry::Builtin().Names();
+  EXPECT_EQ(names, (std::vector<std::string>{"llama", "qwen2", "qwen3"}));
+}
+
+TEST(ModelLoadingTest, LoadsEveryDenseArchitecture) {
+  for (const char* arch : {"llama", "qwen2", "qwen3"}) {
+    const std::string path = WriteEdited(std::string("ok_") + arch, TinySpec(arch), {});
+    EXPECT_TRUE(LoadStatus(path).ok()) << arch << ": " << LoadStatus(path).ToString();
+  }
+}
+
+TEST(ModelLoadingTest, UnknownArchitectureIsNamed) {
+  const std::string path = WriteEdited("unknown_arch", TinySpec(), {[](GgufMetadata& m) {
+                                         m.Set("general.architecture", std::string("foo"));
+                                       }});
+  const Status st = LoadStatus(path);
+  EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(st.message(), HasSubstr("unknown architecture 'foo'"));
+  EXPECT_THAT(st.message(), HasSubstr(path));
+}
+
+TEST(ModelLoadingTest, MissingTensorIsNamed) {
+  const std::string path = WriteEdited("missing_tensor", TinySpec(),
+                                       {nullptr, [](const std::string& n) { return n != "blk.1.ffn_up.weight"; }});
+  const Status st = LoadStatus(path);
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_THAT(st.message(), HasSubstr("'blk.1.ffn_up.weight'"));
+  EXPECT_THAT(st.message(), HasSubstr(path));
+}
+
+TEST(ModelLoadingTest, MissingBiasOfQwen2IsNamed) {
+  const std::string path = WriteEdited("missing_bias", TinySpec("qwen2"),
+                                       {nullptr, [](const std::string& n) { return n != "blk.0.attn_k.bias"; }});
+  const Status st = LoadStatus(path);
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_THAT(st.message(), HasSubstr("'blk.0.attn_k.bias'"));
+}
+
+TEST(ModelLoadingTest, WrongShapeIsNamed) {
+  const std::string path = WriteEdited(
+      "wrong_shape", TinySpec(),
+      {nullptr, nullptr, [](const std::string& n, std::vector<int64_t>& ne) {
+         if (n == "blk.0.attn_k.weight") ne = {64, 48};
+       }});
+  const Status st = LoadStatus(path);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("'blk.0.attn_k.weight' has shape [64, 48], expected [64, 32]"));
+}
+
+TEST(ModelLoadingTest, WrongNormShapeIsNamed) {
+  const std::string path = WriteEdited(
+      "wrong_norm", TinySpec(),
+      {nullptr, nullptr, [](const std::string& n, std::vector<int64_t>& ne) {
+         if (n == "output_norm.weight") ne = {63};
+       }});
+  const Status st = LoadStatus(path);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("'output_norm.weight'"));
+}
+
+TEST(ModelLoadingTest, MissingHyperparameterIsNamed) {
+  const std::string path = WriteEdited("missing_key", TinySpec(),
+                                       {[](GgufMetadata& m) { m.Erase("llama.block_count"); }});
+  const Status st = LoadStatus(path);
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_THAT(st.message(), HasSubstr("'llama.block_count'"));
+  EXPECT_THAT(st.message(), HasSubstr(path));
+}
+
+struct BadValue {
+  const char* name;
+  const char* key;
+  GgufValue value;
+  const char* message;
+};
+
+class BadHyperparameterTest : public ::testing::TestWithParam<BadValue> {};
+
+TEST_P(BadHyperparameterTest, IsRejectedWithTheKey) {
+  const BadValue& b = GetParam();
+  const std::string path = WriteEdited(std::string("bad_") + b.name, TinySpec(),
+                                       {[&](GgufMetadata& m) { m.Set(b.key, b.value); }});
+  const Status st = LoadStatus(path);
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr(b.message)) << st.ToString();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Values, BadHyperparameterTest,
+    ::testing::Values(
+        BadValue{"head_count_0", "llama.attention.head_count", uint32_t{0}, "'llama.attention.head_count' = 0 is out of range"},
+        BadValue{"kv_not_dividing", "llama.attention.head_count_kv", uint32_t{3}, "not a multiple of attention.head_count_kv 3"},
+        BadValue{"kv_above_heads", "llama.attention.head_count_kv", uint32_t{8}, "'llama.attention.head_count_kv' = 8 is out of range"},
+        BadValue{"embd_huge", "llama.embedding_length", uint64_t{1} << 40, "'llama.embedding_length'"},
+        BadValue{"embd_not_dividing", "llama.embedding_length", uint32_t{66}, "not a multiple of attention.head_count"},
+        BadValue{"layers_negative", "llama.block_count", int32_t{-1}, "'llama.block_count' = -1 is out of range"},
+        BadValue{"ctx_0", "llama.context_length", uint32_t{0}, "'llama.context_length'"},
+        BadValue{"rope_dim_odd", "llama.rope.dimension_count", uint32_t{15}, "odd"},
+        BadValue{"rope_dim_big", "llama.rope.dimension_count", uint32_t{32}, "'llama.rope.dimension_count' = 32 is out of range"},
+        BadValue{"eps_string", "llama.attention.layer_norm_rms_epsilon", std::string("x"), "'llama.attention.layer_norm_rms_epsilon'"},
+        BadValue{"yarn", "llama.rope.scaling.type", std::string("yarn"), "rope scaling type 'yarn' is not supported"}),
+    [](const ::testing::TestParamInfo<BadValue>& info) { return std::string(info.param.name); });
+
+// ---- Forward-time errors ------------------------------------------------------
+
+class ModelForwardErrorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string path = WriteEdited("forward", TinySpec(), {});
+    auto m = LoadModel(path, pool_);
+    std::filesystem::remove(path);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    model_ = std::move(m).value();
+    auto kv = ContiguousKvCache::Create(model_->kv_cache_spec(), 2, 8);
+    ASSERT_TRUE(kv.ok());
+    kv_ = std::move(kv).value();
+    logits_.resize(8 * model_->n_vocab());
+  }
+  ThreadPool pool_{1};
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<ContiguousKvCache> kv_;
+  std::vector<float> logits_;
+};
+
+TEST_F(ModelForwardErrorTest, RejectsTokenOutsideVocabulary) {
+  Batch b;
+  b.Add(300, 0, 0, true);
+  const Status st = model_->Forward(b, *kv_, logits_);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("id 300 outside the vocabulary"));
+  EXPECT_EQ(kv_->SequenceLength(0), 0);
+}
+
+TEST_F(ModelForwardErrorTest, RejectsPositionGapAndBadSequence) {
+  Batch b;
+  b.Add(5, 1, 0, true);
+  EXPECT_EQ(model_->Forward(b, *kv_, logits_).code(), StatusCode::kInvalidArgument);
+  b.Clear();
+  b.Add(5, 0, 2, true);
+  EXPECT_EQ(model_->Forward(b, *kv_, logits_).code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(ModelForwardErrorTest, ReportsFullCacheAndKeepsState) {
+  Batch b;
+  for (int i = 0; i < 8; ++i) b.Add(5, i, 0, i == 7);
+  ASSERT_TRUE(model_->Forward(b, *kv_, logits_).ok());
+  b.Clear();
+  b.Add(5, 8, 0, true);
+  EXPECT_EQ(model_->Forward(b, *kv_, logits_).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(kv_->SequenceLength(0), 8);
+}
+
+TEST_F(ModelForwardErrorTest, RejectsSmallLogitsBufferAndForeignCache) {
+  Batch b;
+  b.Add(5, 0, 0, true);
+  b.Add(6, 1, 0, true);
+  std::vector<float> small(model_->n_vocab());
+  EXPECT_EQ(model_->Forward(b, *kv_, small).code(), StatusCode::kInvalidArgument);
+  KvCacheSpec other = model_->kv_cache_spec();
+  other.layers.pop_back();
+  auto kv = ContiguousKvCache::Create(other, 1, 8);
+  ASSERT_TRUE(kv.ok());
+  EXPECT_EQ(model_->Forward(b, **kv, logits_).code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(ModelForwardErrorTest, BatchWithoutOutputsWritesTheCacheOnly) {
+  Batch b;
+  b.Add(5, 0, 0, false);
+  b.Add(6, 1, 0, false);
+  EXPECT_TRUE(model_->Forward(b, *kv_, std::span<float>()).ok());
+  EXPECT_EQ(kv_->SequenceLength(0), 2);
+}
+
+}  // namespace
+}  // namespace pagoda

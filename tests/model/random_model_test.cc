@@ -1,0 +1,298 @@
+#include "model/random_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "gguf/gguf_file.h"
+#include "kernels/cpu/quantize.h"
+
+namespace pagoda {
+namespace {
+
+struct Expected {
+  DType type;
+  std::vector<int64_t> ne;
+};
+
+// Every tensor llama.cpp expects for the spec, with its type and shape.
+std::map<std::string, Expected> ExpectedTensors(const RandomModelSpec& s, int64_t n_vocab) {
+  const int64_t hd = s.head_dim ? s.head_dim : s.n_embd / s.n_head;
+  const int64_t q = s.n_head * hd, kv = s.n_head_kv * hd;
+  const DType w = s.weight_type, f32 = DType::kF32;
+  std::map<std::string, Expected> e;
+  e["token_embd.weight"] = {w, {s.n_embd, n_vocab}};
+  e["output_norm.weight"] = {f32, {s.n_embd}};
+  if (!s.tied_output) e["output.weight"] = {s.output_type.value_or(w), {s.n_embd, n_vocab}};
+  if (!s.rope_freq_factors.empty()) e["rope_freqs.weight"] = {f32, {hd / 2}};
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    e[b + "attn_norm.weight"] = {f32, {s.n_embd}};
+    e[b + "attn_q.weight"] = {w, {s.n_embd, q}};
+    e[b + "attn_k.weight"] = {w, {s.n_embd, kv}};
+    e[b + "attn_v.weight"] = {w, {s.n_embd, kv}};
+    e[b + "attn_output.weight"] = {w, {q, s.n_embd}};
+    e[b + "ffn_norm.weight"] = {f32, {s.n_embd}};
+    e[b + "ffn_gate.weight"] = {w, {s.n_embd, s.n_ff}};
+    e[b + "ffn_up.weight"] = {w, {s.n_embd, s.n_ff}};
+    e[b + "ffn_down.weight"] = {w, {s.n_ff, s.n_embd}};
+    if (s.arch == "qwen2") {
+      e[b + "attn_q.bias"] = {f32, {q}};
+      e[b + "attn_k.bias"] = {f32, {kv}};
+      e[b + "attn_v.bias"] = {f32, {kv}};
+    }
+    if (s.arch == "qwen3") {
+      e[b + "attn_q_norm.weight"] = {f32, {hd}};
+      e[b + "attn_k_norm.weight"] = {f32, {hd}};
+    }
+  }
+  return e;
+}
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("pagoda_random_model_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+std::unique_ptr<GgufFile> WriteAndOpen(const RandomModelSpec& spec, const std::string& name) {
+  const std::string path = TempPath(name);
+  Status st = WriteRandomModel(spec, path);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  auto file = GgufFile::Open(path);
+  std::filesystem::remove(path);  // the mapping stays valid
+  EXPECT_TRUE(file.ok()) << file.status().ToString();
+  return file.ok() ? std::move(file).value() : nullptr;
+}
+
+void CheckTensors(const GgufFile& f, const RandomModelSpec& spec, int64_t n_vocab) {
+  const auto expected = ExpectedTensors(spec, n_vocab);
+  EXPECT_EQ(f.tensors().size(), expected.size());
+  for (const auto& [name, e] : expected) {
+    const GgufTensorInfo* t = f.FindTensor(name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_EQ(t->type, e.type) << name;
+    ASSERT_EQ(t->n_dims, int(e.ne.size())) << name;
+    for (size_t d = 0; d < e.ne.size(); ++d) EXPECT_EQ(t->ne[d], e.ne[d]) << name << " dim " << d;
+  }
+}
+
+void ExpectInt(const GgufMetadata& md, const std::string& key, int64_t want) {
+  auto v = md.GetInt(key);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(*v, want) << key;
+}
+
+RandomModelSpec SmallSpec(const std::string& arch) {
+  RandomModelSpec s;
+  s.arch = arch;
+  s.n_embd = 64;
+  s.n_layer = 2;
+  s.n_head = 4;
+  s.n_head_kv = 2;
+  s.n_ff = 96;
+  s.n_vocab = 300;
+  s.n_ctx = 512;
+  s.seed = 7;
+  return s;
+}
+
+TEST(RandomModelTest, LlamaHasLlamaCppTensorsAndMetadata) {
+  RandomModelSpec s = SmallSpec("llama");
+  s.weight_type = DType::kF16;
+  s.output_type = DType::kF32;
+  s.rope_freq_factors = {1, 1, 2, 4, 8, 8, 8, 8};
+  s.rope_base = 500000.0f;
+  auto f = WriteAndOpen(s, "llama.gguf");
+  ASSERT_NE(f, nullptr);
+  CheckTensors(*f, s, 300);
+  const GgufMetadata& md = f->metadata();
+  EXPECT_EQ(*md.GetString("general.architecture"), "llama");
+  ExpectInt(md, "general.file_type", 1);
+  EXPECT_FALSE(md.Has("general.quantization_version"));
+  ExpectInt(md, "llama.context_length", 512);
+  ExpectInt(md, "llama.embedding_length", 64);
+  ExpectInt(md, "llama.block_count", 2);
+  ExpectInt(md, "llama.feed_forward_length", 96);
+  ExpectInt(md, "llama.attention.head_count", 4);
+  ExpectInt(md, "llama.attention.head_count_kv", 2);
+  ExpectInt(md, "llama.rope.dimension_count", 16);
+  ExpectInt(md, "llama.vocab_size", 300);
+  EXPECT_FALSE(md.Has("llama.attention.key_length"));
+  EXPECT_DOUBLE_EQ(*md.GetFloat("llama.rope.freq_base"), 500000.0);
+  EXPECT_NEAR(*md.GetFloat("llama.attention.layer_norm_rms_epsilon"), 1e-5, 1e-10);
+  EXPECT_EQ(md.GetStringArray("tokenizer.ggml.tokens")->size(), 300u);
+
+  auto freqs = f->GetTensor("rope_freqs.weight");
+  ASSERT_TRUE(freqs.ok());
+  const float* fv = static_cast<const float*>(freqs->data);
+  for (size_t i = 0; i < s.rope_freq_factors.size(); ++i) EXPECT_EQ(fv[i], s.rope_freq_factors[i]);
+}
+
+TEST(RandomModelTest, Qwen2HasBiasesAndTiedOutput) {
+  RandomModelSpec s = SmallSpec("qwen2");
+  s.tied_output = true;
+  s.rms_eps = 1e-6f;
+  s.weight_type = DType::kQ8_0;
+  auto f = WriteAndOpen(s, "qwen2.gguf");
+  ASSERT_NE(f, nullptr);
+  CheckTensors(*f, s, 300);
+  EXPECT_EQ(f->FindTensor("output.weight"), nullptr);
+  ExpectInt(f->metadata(), "general.file_type", 7);
+  ExpectInt(f->metadata(), "general.quantization_version", 2);
+  ExpectInt(f->metadata(), "qwen2.block_count", 2);
+}
+
+TEST(RandomModelTest, Qwen3HasQkNormsAndKeyLength) {
+  RandomModelSpec s = SmallSpec("qwen3");
+  s.head_dim = 32;  // != n_embd / n_head = 16
+  s.weight_type = DType::kF32;
+  auto f = WriteAndOpen(s, "qwen3.gguf");
+  ASSERT_NE(f, nullptr);
+  CheckTensors(*f, s, 300);
+  ExpectInt(f->metadata(), "qwen3.attention.key_length", 32);
+  ExpectInt(f->metadata(), "qwen3.attention.value_length", 32);
+  ExpectInt(f->metadata(), "qwen3.rope.dimension_count", 32);
+  ExpectInt(f->metadata(), "general.file_type", 0);
+}
+
+TEST(RandomModelTest, KQuantWeightsRoundTrip) {
+  RandomModelSpec s = SmallSpec("llama");
+  s.n_embd = 256;
+  s.n_ff = 512;
+  s.n_head = 4;
+  s.weight_type = DType::kQ4_K;
+  s.output_type = DType::kQ6_K;
+  auto f = WriteAndOpen(s, "q4k.gguf");
+  ASSERT_NE(f, nullptr);
+  CheckTensors(*f, s, 300);
+  ExpectInt(f->metadata(), "general.file_type", 14);
+}
+
+TEST(RandomModelTest, WeightsHaveIntendedStatistics) {
+  RandomModelSpec s = SmallSpec("llama");
+  s.n_embd = 128;
+  s.weight_type = DType::kF32;
+  auto f = WriteAndOpen(s, "stats.gguf");
+  ASSERT_NE(f, nullptr);
+  auto stats = [&](const char* name, double* mean, double* sd) {
+    const GgufTensorInfo* t = f->FindTensor(name);
+    const float* v = static_cast<const float*>(f->View(*t).data);
+    const int64_t n = t->nbytes / 4;
+    double s1 = 0, s2 = 0;
+    for (int64_t i = 0; i < n; ++i) s1 += v[i], s2 += double(v[i]) * v[i];
+    *mean = s1 / n;
+    *sd = std::sqrt(s2 / n - *mean * *mean);
+  };
+  double mean, sd;
+  stats("token_embd.weight", &mean, &sd);
+  EXPECT_NEAR(mean, 0.0, 0.02);
+  EXPECT_NEAR(sd, 1.0, 0.02);
+  stats("blk.0.attn_q.weight", &mean, &sd);
+  EXPECT_NEAR(sd, 0.25, 0.01);  // fan-in 128: the reference sigma
+  stats("blk.1.ffn_norm.weight", &mean, &sd);
+  EXPECT_NEAR(mean, 1.0, 0.05);
+  EXPECT_NEAR(sd, 0.1, 0.03);
+}
+
+TEST(RandomModelTest, EveryWeightTypeEncodesTheSameValues) {
+  RandomModelSpec s = SmallSpec("llama");
+  s.n_embd = 256;
+  s.n_vocab = 1024;  // token_embd: 256K elements, large enough for the threaded path
+  s.weight_type = DType::kF32;
+  auto f32 = BuildRandomModel(s);
+  ASSERT_TRUE(f32.ok()) << f32.status().ToString();
+  const std::vector<uint8_t> f32_bytes = f32->Serialize();
+  auto f32_parsed = ParseGguf(f32_bytes.data(), f32_bytes.size());
+  ASSERT_TRUE(f32_parsed.ok());
+  for (DType t : {DType::kF16, DType::kBF16, DType::kQ8_0}) {
+    s.weight_type = t;
+    auto m = BuildRandomModel(s);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    const std::vector<uint8_t> bytes = m->Serialize();
+    auto parsed = ParseGguf(bytes.data(), bytes.size());
+    ASSERT_TRUE(parsed.ok());
+    for (const char* name : {"token_embd.weight", "blk.1.ffn_down.weight"}) {
+      auto find = [&](const GgufParsed& p) {
+        return *std::find_if(p.tensors.begin(), p.tensors.end(),
+                             [&](const GgufTensorInfo& i) { return i.name == name; });
+      };
+      const GgufTensorInfo a = find(*f32_parsed), b = find(*parsed);
+      const float* src = reinterpret_cast<const float*>(f32_bytes.data() + f32_parsed->data_offset + a.offset);
+      std::vector<uint8_t> want(b.nbytes);
+      const int64_t n = a.ne[0], rows = a.nbytes / 4 / n, row_bytes = RowBytes(t, n);
+      for (int64_t r = 0; r < rows; ++r) {
+        ASSERT_TRUE(kernels::QuantizeRow(t, src + r * n, want.data() + r * row_bytes, n).ok());
+      }
+      EXPECT_EQ(0, std::memcmp(want.data(), bytes.data() + parsed->data_offset + b.offset, b.nbytes))
+          << name << " as " << DTypeName(t);
+    }
+  }
+}
+
+TEST(RandomModelTest, SameSeedGivesIdenticalBytesWhateverTheThreadCount) {
+  RandomModelSpec s = SmallSpec("qwen2");
+  s.n_embd = 256;
+  s.n_ff = 512;
+  s.n_threads = 1;
+  auto a = BuildRandomModel(s);
+  s.n_threads = 3;
+  auto b = BuildRandomModel(s);
+  s.seed = 8;
+  auto c = BuildRandomModel(s);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(a->Serialize(), b->Serialize());
+  EXPECT_NE(a->Serialize(), c->Serialize());
+}
+
+TEST(RandomModelTest, CopiesTokenizerMetadataFromAnotherGguf) {
+  const std::string vocab_path = std::string(PAGODA_TESTDATA_DIR) + "/ggml-vocab-llama-spm.gguf";
+  if (!std::filesystem::exists(vocab_path)) GTEST_SKIP() << vocab_path << " not found";
+  auto vocab = GgufFile::Open(vocab_path);
+  ASSERT_TRUE(vocab.ok()) << vocab.status().ToString();
+  RandomModelSpec s = SmallSpec("llama");
+  s.n_vocab = 0;  // from the tokenizer
+  s.tokenizer = (*vocab)->metadata();
+  auto f = WriteAndOpen(s, "spm.gguf");
+  ASSERT_NE(f, nullptr);
+  CheckTensors(*f, s, 32000);
+  ExpectInt(f->metadata(), "llama.vocab_size", 32000);
+  // Only tokenizer.* keys are copied: the vocab file's llama.* sizes are not.
+  ExpectInt(f->metadata(), "llama.embedding_length", 64);
+  for (const auto& [key, value] : (*vocab)->metadata().entries()) {
+    if (key.rfind("tokenizer.", 0) != 0) continue;
+    const GgufValue* got = f->metadata().Find(key);
+    ASSERT_NE(got, nullptr) << key;
+    EXPECT_EQ(got->ToDisplayString(), value.ToDisplayString()) << key;
+  }
+  s.n_vocab = 31999;
+  EXPECT_EQ(BuildRandomModel(s).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(RandomModelTest, RejectsInvalidSpecs) {
+  auto bad = [](auto mutate) {
+    RandomModelSpec s = SmallSpec("llama");
+    mutate(s);
+    return ValidateRandomModelSpec(s);
+  };
+  EXPECT_FALSE(bad([](RandomModelSpec& s) { s.arch = "gpt2"; }).ok());
+  EXPECT_FALSE(bad([](RandomModelSpec& s) { s.n_head_kv = 3; }).ok());
+  EXPECT_FALSE(bad([](RandomModelSpec& s) { s.n_embd = 66; }).ok());  // not a multiple of n_head
+  EXPECT_FALSE(bad([](RandomModelSpec& s) { s.n_vocab = 100; }).ok());  // too small to synthesise
+  EXPECT_FALSE(bad([](RandomModelSpec& s) { s.rope_freq_factors = {1, 2}; }).ok());
+  EXPECT_FALSE(bad([](RandomModelSpec& s) { s.weight_type = DType::kQ8_K; }).ok());
+  Status st = bad([](RandomModelSpec& s) { s.weight_type = DType::kQ4_K; });  // 64 % 256 != 0
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("block size"), std::string::npos) << st.message();
+  EXPECT_TRUE(bad([](RandomModelSpec&) {}).ok());
+}
+
+}  // namespace
+}  // namespace pagoda

