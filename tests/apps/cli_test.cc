@@ -1,0 +1,262 @@
+// Runs the `pagoda` binary as a user would: real outputs on stdout, and for
+// every kind of bad input one clear error naming the file and the problem on
+// stderr with exit code 1 (never a crash).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
+#include "model/random_model.h"
+#include "support/test_paths.h"
+
+namespace pagoda {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  return q + "'";
+}
+
+RunResult RunPagoda(const std::vector<std::string>& args) {
+  namespace fs = std::filesystem;
+  const std::string err_path = (fs::temp_directory_path() / ("pagoda_cli_err_" + std::to_string(getpid()))).string();
+  std::string cmd = Quote(PAGODA_BIN);
+  for (const auto& a : args) cmd += " " + Quote(a);
+  cmd += " 2>" + Quote(err_path);
+  RunResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status)) r.exit_code = 128 + WTERMSIG(status);
+  std::ifstream e(err_path);
+  std::stringstream ss;
+  ss << e.rdbuf();
+  r.err = ss.str();
+  fs::remove(err_path);
+  return r;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("pagoda_cli_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // A small valid model; its bytes are the starting point of the bad ones.
+  std::string WriteSmallModel(const std::string& name, const std::string& arch = "llama") {
+    RandomModelSpec spec;
+    spec.arch = arch;
+    spec.n_embd = 64;
+    spec.n_layer = 1;
+    spec.n_head = 4;
+    spec.n_head_kv = 2;
+    spec.n_ff = 128;
+    spec.n_vocab = 300;
+    spec.weight_type = DType::kF32;
+    EXPECT_TRUE(WriteRandomModel(spec, Path(name)).ok());
+    return Path(name);
+  }
+
+  std::vector<uint8_t> ReadBytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+  }
+  std::string WriteBytes(const std::string& name, const std::vector<uint8_t>& b) {
+    std::ofstream(Path(name), std::ios::binary).write(reinterpret_cast<const char*>(b.data()),
+                                                       static_cast<std::streamsize>(b.size()));
+    return Path(name);
+  }
+
+  // Expects exit code 1 and an error that names `file` and contains `needle`.
+  void ExpectCleanError(const std::vector<std::string>& args, const std::string& file, const std::string& needle) {
+    RunResult r = RunPagoda(args);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find(file), std::string::npos) << "error does not name the file: " << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
+    EXPECT_EQ(r.err.find("AddressSanitizer"), std::string::npos);
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(CliTest, GenerateReproducesLlamaCppGreedyTextOnStories260K) {
+  PAGODA_REQUIRE_TESTDATA("stories260K.reference.json");
+  std::ifstream in(testing::TestDataPath("stories260K.reference.json"));
+  nlohmann::json ref = nlohmann::json::parse(in);
+  int checked = 0;
+  for (const auto& c : ref["cases"]) {
+    if (checked == 3) break;
+    RunResult r = RunPagoda({"generate", "-m", testing::TestDataPath("stories260K.gguf"), "-p", c["prompt"].get<std::string>(),
+                       "-n", std::to_string(c["generated_token_ids"].size()), "--temp", "0", "--ignore-eos", "-t", "1"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, c["generated_text"].get<std::string>() + "\n") << "prompt: " << c["prompt"];
+    ++checked;
+  }
+}
+
+TEST_F(CliTest, SameSeedSameTextDifferentSeedDifferentText) {
+  PAGODA_REQUIRE_TESTDATA("stories260K.gguf");
+  auto gen = [&](const std::string& seed) {
+    return RunPagoda({"generate", "-m", testing::TestDataPath("stories260K.gguf"), "-p", "Once upon a time", "-n", "40",
+                "--temp", "1.0", "--seed", seed, "-t", "1"})
+        .out;
+  };
+  EXPECT_EQ(gen("7"), gen("7"));
+  EXPECT_NE(gen("7"), gen("8"));
+}
+
+TEST_F(CliTest, InspectPrintsMetadataAndTensors) {
+  std::string m = WriteSmallModel("small.gguf");
+  RunResult r = RunPagoda({"inspect", m});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("general.architecture"), std::string::npos);
+  EXPECT_NE(r.out.find("blk.0.attn_q.weight"), std::string::npos);
+}
+
+TEST_F(CliTest, MissingFileIsAClearError) {
+  ExpectCleanError({"generate", "-m", Path("nope.gguf"), "-p", "x"}, "nope.gguf", "cannot open");
+  ExpectCleanError({"inspect", Path("nope.gguf")}, "nope.gguf", "cannot open");
+}
+
+TEST_F(CliTest, TruncatedFileIsAClearError) {
+  auto b = ReadBytes(WriteSmallModel("small.gguf"));
+  for (size_t cut : {size_t{3}, size_t{100}, b.size() / 2, b.size() - 1}) {
+    std::vector<uint8_t> t(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(cut));
+    std::string p = WriteBytes("trunc.gguf", t);
+    RunResult r = RunPagoda({"generate", "-m", p, "-p", "x", "-n", "2"});
+    EXPECT_EQ(r.exit_code, 1) << "cut at " << cut << ": " << r.err;
+    EXPECT_NE(r.err.find(p), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(CliTest, CorruptHeaderFieldsAreClearErrors) {
+  std::string m = WriteSmallModel("small.gguf");
+  auto bytes = ReadBytes(m);
+  auto parsed = ParseGguf(bytes.data(), bytes.size());
+  ASSERT_TRUE(parsed.ok());
+  // Locate the first tensor's info record by its name in the header.
+  const std::string name = parsed->tensors[0].name;
+  auto it = std::search(bytes.begin(), bytes.end(), name.begin(), name.end());
+  ASSERT_NE(it, bytes.end());
+  const size_t name_end = static_cast<size_t>(it - bytes.begin()) + name.size();
+  uint32_t n_dims;
+  std::memcpy(&n_dims, &bytes[name_end], 4);
+  const size_t dims_pos = name_end + 4;
+  const size_t type_pos = dims_pos + 8 * n_dims;
+  const size_t offset_pos = type_pos + 4;
+  {
+    auto b = bytes;
+    uint32_t t = 23;  // an IQ type
+    std::memcpy(&b[type_pos], &t, 4);
+    std::string p = WriteBytes("type.gguf", b);
+    ExpectCleanError({"generate", "-m", p, "-p", "x"}, p, "unsupported tensor type 23");
+  }
+  {
+    auto b = bytes;
+    uint64_t off = uint64_t{1} << 40;
+    std::memcpy(&b[offset_pos], &off, 8);
+    std::string p = WriteBytes("offset.gguf", b);
+    ExpectCleanError({"generate", "-m", p, "-p", "x"}, p, "past the end");
+  }
+  {
+    auto b = bytes;
+    uint64_t ne = uint64_t{1} << 44;
+    std::memcpy(&b[dims_pos], &ne, 8);
+    std::string p = WriteBytes("dims.gguf", b);
+    ExpectCleanError({"generate", "-m", p, "-p", "x"}, p, "absurd dimension");
+  }
+  {
+    auto b = bytes;
+    b[0] = 'X';
+    std::string p = WriteBytes("magic.gguf", b);
+    ExpectCleanError({"inspect", p}, p, "not a GGUF file");
+  }
+}
+
+TEST_F(CliTest, UnknownArchitectureIsAClearError) {
+  auto f = GgufFile::Open(WriteSmallModel("small.gguf"));
+  ASSERT_TRUE(f.ok());
+  GgufWriter w;
+  for (const auto& [k, v] : (*f)->metadata().entries()) w.metadata().Set(k, v);
+  w.metadata().Set("general.architecture", "foo");
+  for (const auto& t : (*f)->tensors()) {
+    TensorView v = (*f)->View(t);
+    std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
+    ASSERT_TRUE(w.AddTensor(t.name, t.type, ne, v.data, static_cast<size_t>(v.nbytes)).ok());
+  }
+  std::string p = Path("foo.gguf");
+  ASSERT_TRUE(w.Write(p).ok());
+  ExpectCleanError({"generate", "-m", p, "-p", "x"}, p, "unknown architecture 'foo'");
+}
+
+TEST_F(CliTest, MissingTokenizerKeysAreAClearError) {
+  auto f = GgufFile::Open(WriteSmallModel("small.gguf"));
+  ASSERT_TRUE(f.ok());
+  GgufWriter w;
+  for (const auto& [k, v] : (*f)->metadata().entries()) {
+    if (k != "tokenizer.ggml.tokens") w.metadata().Set(k, v);
+  }
+  for (const auto& t : (*f)->tensors()) {
+    TensorView v = (*f)->View(t);
+    std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
+    ASSERT_TRUE(w.AddTensor(t.name, t.type, ne, v.data, static_cast<size_t>(v.nbytes)).ok());
+  }
+  std::string p = Path("notok.gguf");
+  ASSERT_TRUE(w.Write(p).ok());
+  ExpectCleanError({"generate", "-m", p, "-p", "x"}, p, "tokenizer.ggml.tokens");
+}
+
+TEST_F(CliTest, BadFlagsAreRejected) {
+  std::string m = WriteSmallModel("small.gguf");
+  EXPECT_EQ(RunPagoda({"generate", "-m", m, "-p", "x", "-n", "0"}).exit_code, 1);
+  EXPECT_EQ(RunPagoda({"generate", "-m", m, "-p", "x", "--temp", "-1"}).exit_code, 1);
+  EXPECT_EQ(RunPagoda({"generate", "-m", m, "-p", "x", "--logit-bias", "abc"}).exit_code, 1);
+  EXPECT_EQ(RunPagoda({"generate", "-m", m, "-p", "x", "--logit-bias", "99999=1"}).exit_code, 1);
+  EXPECT_EQ(RunPagoda({"generate", "-m", m, "-p", "x", "-n", "notanumber"}).exit_code, 2);
+  EXPECT_EQ(RunPagoda({"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(RunPagoda({"make-model", "-o", Path("x.gguf"), "--type", "q9_9"}).exit_code, 1);
+}
+
+TEST_F(CliTest, MakeModelThenGenerateAndBench) {
+  std::string m = Path("made.gguf");
+  RunResult mk = RunPagoda({"make-model", "-o", m, "--arch", "qwen2", "--type", "q4_0", "--n-embd", "128", "--n-layer", "2",
+                      "--n-head", "4", "--n-head-kv", "2", "--n-ff", "256", "--n-vocab", "512", "--tied"});
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  RunResult g = RunPagoda({"generate", "-m", m, "-p", "hello", "-n", "8", "--temp", "0"});
+  EXPECT_EQ(g.exit_code, 0) << g.err;
+  RunResult b = RunPagoda({"bench", "-m", m, "-p", "32", "-n", "8", "-r", "1"});
+  EXPECT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.out.find("pp32"), std::string::npos);
+  EXPECT_NE(b.out.find("tg8"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pagoda
