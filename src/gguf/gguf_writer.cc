@@ -1,6 +1,7 @@
 #include "gguf/gguf_writer.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 
 namespace pagoda {
@@ -54,6 +55,13 @@ uint64_t Alignment(const GgufMetadata& md) {
 
 Status GgufWriter::AddTensor(const std::string& name, DType type, const std::vector<int64_t>& ne,
                              const void* data, size_t nbytes) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  return AddTensor(name, type, ne, std::vector<uint8_t>(p, p + nbytes));
+}
+
+Status GgufWriter::AddTensor(const std::string& name, DType type, const std::vector<int64_t>& ne,
+                             std::vector<uint8_t>&& bytes) {
+  const size_t nbytes = bytes.size();
   if (ne.empty() || ne.size() > 4) return InvalidArgument("tensor '" + name + "': 1-4 dimensions required");
   int64_t elements = 1;
   for (int64_t d : ne) {
@@ -72,14 +80,14 @@ Status GgufWriter::AddTensor(const std::string& name, DType type, const std::vec
   for (const auto& t : tensors_) {
     if (t.name == name) return InvalidArgument("duplicate tensor '" + name + "'");
   }
-  Tensor t{name, type, ne, {}};
-  t.bytes.assign(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + nbytes);
-  tensors_.push_back(std::move(t));
+  tensors_.push_back(Tensor{name, type, ne, std::move(bytes)});
   return Status::Ok();
 }
 
-std::vector<uint8_t> GgufWriter::Serialize() const {
-  const uint64_t alignment = Alignment(metadata_);
+uint64_t GgufWriter::alignment() const { return Alignment(metadata_); }
+
+std::vector<uint8_t> GgufWriter::SerializeHeader() const {
+  const uint64_t alignment = this->alignment();
   Buffer b;
   b.Put<uint32_t>(0x46554747);
   b.Put<uint32_t>(version_);
@@ -101,21 +109,39 @@ std::vector<uint8_t> GgufWriter::Serialize() const {
     offset += (alignment - offset % alignment) % alignment;
   }
   b.PadTo(alignment);
-  for (const auto& t : tensors_) {
-    b.bytes.insert(b.bytes.end(), t.bytes.begin(), t.bytes.end());
-    b.PadTo(alignment);
-  }
   return std::move(b.bytes);
 }
 
+std::vector<uint8_t> GgufWriter::Serialize() const {
+  std::vector<uint8_t> out = SerializeHeader();
+  const uint64_t alignment = this->alignment();
+  for (const auto& t : tensors_) {
+    out.insert(out.end(), t.bytes.begin(), t.bytes.end());
+    while (out.size() % alignment) out.push_back(0);
+  }
+  return out;
+}
+
 Status GgufWriter::Write(const std::string& path) const {
-  std::vector<uint8_t> bytes = Serialize();
   std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) return IoError(path + ": cannot open for writing: " + std::strerror(errno));
-  size_t n = std::fwrite(bytes.data(), 1, bytes.size(), f);
+  const std::vector<uint8_t> header = SerializeHeader();
+  const uint64_t alignment = this->alignment();
+  static const uint8_t kZeros[256] = {};
+  bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
+  for (const auto& t : tensors_) {
+    if (!ok) break;
+    ok = std::fwrite(t.bytes.data(), 1, t.bytes.size(), f) == t.bytes.size();
+    const size_t pad = (alignment - t.bytes.size() % alignment) % alignment;
+    for (size_t left = pad; ok && left > 0;) {
+      const size_t n = std::min(left, sizeof kZeros);
+      ok = std::fwrite(kZeros, 1, n, f) == n;
+      left -= n;
+    }
+  }
   int close_rc = std::fclose(f);
-  if (n != bytes.size() || close_rc != 0) {
+  if (!ok || close_rc != 0) {
     std::remove(tmp.c_str());
     return IoError(path + ": write failed");
   }

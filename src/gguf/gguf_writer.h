@@ -19,7 +19,11 @@ class GgufWriter {
   // byte size for `type`; it is copied.
   Status AddTensor(const std::string& name, DType type, const std::vector<int64_t>& ne,
                    const void* data, size_t nbytes);
-  // Writes with general.alignment (default 32) honoured.
+  // Takes ownership of `bytes` (no copy): for large generated tensors.
+  Status AddTensor(const std::string& name, DType type, const std::vector<int64_t>& ne,
+                   std::vector<uint8_t>&& bytes);
+  // Streams header and tensors to `path` (via a temporary file renamed into
+  // place), with general.alignment (default 32) honoured.
   Status Write(const std::string& path) const;
   // Serialises to memory (tests, fuzz corpora).
   std::vector<uint8_t> Serialize() const;
@@ -36,6 +40,9 @@ class GgufWriter {
   uint32_t version_ = 3;
   GgufMetadata metadata_;
   std::vector<Tensor> tensors_;
+
+  std::vector<uint8_t> SerializeHeader() const;  // up to the (aligned) start of tensor data
+  uint64_t alignment() const;
 };
 
 }  // namespace pagoda

@@ -175,7 +175,7 @@ Status AddRandomTensor(GgufWriter& w, const TensorPlan& t, uint64_t seed, int n_
       return FillRows(t, values, tseed, r0, r1, dst);
     }));
   }
-  return w.AddTensor(t.name, t.type, t.ne, buf.data(), buf.size())
+  return w.AddTensor(t.name, t.type, t.ne, std::move(buf))
       .WithContext("random model tensor '" + t.name + "'");
 }
 
