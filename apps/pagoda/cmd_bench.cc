@@ -14,12 +14,16 @@ int CmdBench(int argc, char** argv) {
   std::string model_path;
   SpeedBenchOptions opt;
   int threads = DefaultThreadCount();
+  std::string kv_type = "f16";
   app.add_option("-m,--model", model_path, "GGUF model (default: the demo model)");
   app.add_option("-p,--n-prompt", opt.n_prompt, "prompt tokens for pp (0 skips)");
   app.add_option("-n,--n-gen", opt.n_gen, "generated tokens for tg (0 skips)");
   app.add_option("-r,--repetitions", opt.repetitions, "repetitions (median reported)");
   app.add_option("-t,--threads", threads, "threads (default: all cores)");
+  app.add_option("--kv-type", kv_type, "KV cache element type: f16 (default) or f32")
+      ->check(CLI::IsMember({"f16", "f32"}));
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
+  opt.kv_type = *kernels::ParseKvType(kv_type);
   if (threads <= 0 || threads > 1024) return Fail("--threads must be between 1 and 1024");
   if (opt.n_prompt < 0 || opt.n_gen < 0 || opt.repetitions <= 0 || opt.n_prompt > 1 << 20 || opt.n_gen > 1 << 20) {
     return Fail("-p and -n must be in [0, 1048576] and -r positive");
@@ -34,7 +38,8 @@ int CmdBench(int argc, char** argv) {
     bytes += static_cast<uint64_t>(t.nbytes);
     params += static_cast<uint64_t>(t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]);
   }
-  std::fprintf(stderr, "pagoda: loaded %s in %.3f s\n", loaded->file->path().c_str(), loaded->load_seconds);
+  std::fprintf(stderr, "pagoda: loaded %s in %.3f s; KV cache %s\n", loaded->file->path().c_str(),
+               loaded->load_seconds, kv_type.c_str());
   auto res = RunSpeedBench(*loaded->model, opt);
   if (!res.ok()) return Fail(res.status());
 

@@ -46,11 +46,14 @@ int CmdGenerate(int argc, char** argv) {
   sp.min_p = 0.05f;
   std::vector<std::string> logit_bias;
   bool ignore_eos = false, no_bos = false, special = false, verbose_prompt = false;
+  std::string kv_type = "f16";
   app.add_option("-m,--model", model_path, "GGUF model (default: the built-in random-weight demo model)");
   app.add_option("-p,--prompt", prompt, "prompt text");
   app.add_option("-n,--n-predict", n_predict, "tokens to generate (> 0)");
   app.add_option("-t,--threads", threads, "threads (default: all cores)");
   app.add_option("-c,--ctx-size", n_ctx, "context size (default: min(training context, 4096))");
+  app.add_option("--kv-type", kv_type, "KV cache element type: f16 (default) or f32")
+      ->check(CLI::IsMember({"f16", "f32"}));
   app.add_option("--temp", sp.temperature, "temperature; 0 = greedy");
   app.add_option("--top-k", sp.top_k, "top-k (0 = off)");
   app.add_option("--top-p", sp.top_p, "top-p (1 = off)");
@@ -101,7 +104,8 @@ int CmdGenerate(int argc, char** argv) {
                static_cast<long long>(model.config().n_layer), static_cast<long long>(model.n_vocab()),
                loaded->load_seconds, threads, n_ctx, static_cast<long long>(seed));
 
-  auto gen = Generator::Create(model, n_ctx, [&tok](TokenId id) { return tok.IsEog(id); });
+  auto gen = Generator::Create(model, n_ctx, [&tok](TokenId id) { return tok.IsEog(id); },
+                               *kernels::ParseKvType(kv_type));
   if (!gen.ok()) return Fail(gen.status());
   StreamingDecoder dec(tok, special);
   auto res = (*gen)->Generate(req, [&](TokenId id, std::span<const float>) {

@@ -17,10 +17,11 @@ const char* StopReasonName(StopReason r) {
 }
 
 Result<std::unique_ptr<Generator>> Generator::Create(Model& model, int32_t n_ctx,
-                                                     std::function<bool(TokenId)> is_eog) {
+                                                     std::function<bool(TokenId)> is_eog,
+                                                     KvType kv_type) {
   if (n_ctx <= 0) return InvalidArgument("context size must be positive, got " + std::to_string(n_ctx));
   std::unique_ptr<Generator> g(new Generator(model, n_ctx, std::move(is_eog)));
-  PAGODA_ASSIGN_OR_RETURN(auto kv, ContiguousKvCache::Create(model.kv_cache_spec(), 1, n_ctx));
+  PAGODA_ASSIGN_OR_RETURN(auto kv, ContiguousKvCache::Create(model.kv_cache_spec(), 1, n_ctx, kv_type));
   g->kv_ = std::move(kv);
   g->logits_.resize(static_cast<size_t>(model.n_vocab()));
   g->work_.resize(static_cast<size_t>(model.n_vocab()));

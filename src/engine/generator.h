@@ -40,8 +40,10 @@ struct GenerateResult {
 class Generator {
  public:
   // is_eog tells which ids end generation (the tokenizer's IsEog); may be empty.
+  // kv_type: element type of the sequence's KV cache.
   static Result<std::unique_ptr<Generator>> Create(Model& model, int32_t n_ctx,
-                                                   std::function<bool(TokenId)> is_eog);
+                                                   std::function<bool(TokenId)> is_eog,
+                                                   KvType kv_type = KvType::kF16);
 
   int32_t n_ctx() const { return n_ctx_; }
 

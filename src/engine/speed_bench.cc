@@ -21,7 +21,7 @@ Result<SpeedBenchResult> RunSpeedBench(Model& model, const SpeedBenchOptions& op
     return InvalidArgument("bench sizes must be >= 0 and repetitions > 0");
   }
   const int32_t n_ctx = std::max(opt.n_prompt, opt.n_gen) + 1;
-  PAGODA_ASSIGN_OR_RETURN(auto kv, ContiguousKvCache::Create(model.kv_cache_spec(), 1, n_ctx));
+  PAGODA_ASSIGN_OR_RETURN(auto kv, ContiguousKvCache::Create(model.kv_cache_spec(), 1, n_ctx, opt.kv_type));
   std::vector<float> logits(static_cast<size_t>(model.n_vocab()));
   std::mt19937_64 rng(opt.seed);
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(model.n_vocab() - 1));

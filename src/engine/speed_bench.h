@@ -17,6 +17,7 @@ struct SpeedBenchOptions {
   int32_t n_gen = 128;      // 0 skips tg
   int32_t repetitions = 3;
   uint64_t seed = 1234;
+  KvType kv_type = KvType::kF16;  // element type of the KV cache
 };
 
 struct SpeedBenchResult {

@@ -5,19 +5,21 @@
 
 namespace pagoda {
 
-void ContiguousKvCache::FreeDeleter::operator()(float* p) const { std::free(p); }
+void ContiguousKvCache::FreeDeleter::operator()(void* p) const { std::free(p); }
 
 Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::Create(const KvCacheSpec& spec,
                                                                      int32_t n_seq_max,
-                                                                     int32_t n_ctx) {
+                                                                     int32_t n_ctx, KvType type) {
   if (spec.layers.empty()) return InvalidArgument("KV cache spec has no layers");
   if (n_seq_max < 1 || n_ctx < 1) {
     return InvalidArgument("KV cache needs n_seq_max >= 1 and n_ctx >= 1, got " +
                            std::to_string(n_seq_max) + " and " + std::to_string(n_ctx));
   }
-  // Each region rounded up to 16 floats so every row base stays 64-byte aligned
-  // when widths are multiples of 16.
-  auto round16 = [](int64_t n) { return (n + 15) / 16 * 16; };
+  // Each region rounded up to 64 bytes so every row base stays 64-byte aligned
+  // when rows are multiples of 64 bytes. Sizes below count elements.
+  const int64_t elem = kernels::KvTypeSize(type);
+  const int64_t per_line = 64 / elem;
+  auto round_line = [per_line](int64_t n) { return (n + per_line - 1) / per_line * per_line; };
   int64_t total = 0;
   for (const KvLayerSpec& l : spec.layers) {
     if (l.n_head_kv < 1 || l.head_dim_k < 1 || l.head_dim_v < 0) {
@@ -28,31 +30,32 @@ Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::Create(const KvCac
     if (__builtin_mul_overflow(l.k_width(), int64_t{n_ctx}, &k) ||
         __builtin_mul_overflow(l.v_width(), int64_t{n_ctx}, &v) ||
         __builtin_add_overflow(k, v, &per_seq) ||
-        __builtin_mul_overflow(per_seq + 32, int64_t{n_seq_max}, &all) ||
-        __builtin_add_overflow(total, all, &total) || total > (int64_t{1} << 40)) {
+        __builtin_mul_overflow(per_seq + 2 * per_line, int64_t{n_seq_max}, &all) ||
+        __builtin_add_overflow(total, all, &total) || total > (int64_t{1} << 40) / elem) {
       return ResourceExhausted("KV cache of " + std::to_string(n_seq_max) + " x " +
                                std::to_string(n_ctx) + " positions is too large");
     }
   }
   auto cache = std::unique_ptr<ContiguousKvCache>(new ContiguousKvCache());
   // Not zeroed: the pages are touched only as positions are written.
-  void* mem = std::aligned_alloc(64, static_cast<size_t>(round16(total)) * sizeof(float));
+  void* mem = std::aligned_alloc(64, static_cast<size_t>(round_line(total) * elem));
   if (mem == nullptr) {
     return ResourceExhausted("cannot allocate KV cache of " +
-                             std::to_string(total * sizeof(float) >> 20) + " MiB");
+                             std::to_string(total * elem >> 20) + " MiB");
   }
-  cache->data_.reset(static_cast<float*>(mem));
+  cache->data_.reset(mem);
   cache->spec_ = spec;
+  cache->type_ = type;
   cache->n_seq_max_ = n_seq_max;
   cache->n_ctx_ = n_ctx;
   cache->length_.assign(n_seq_max, 0);
-  float* p = cache->data_.get();
+  auto* p = static_cast<char*>(mem);
   for (const KvLayerSpec& l : spec.layers) {
     for (int32_t s = 0; s < n_seq_max; ++s) {
       cache->k_base_.push_back(p);
-      p += round16(l.k_width() * n_ctx);
+      p += round_line(l.k_width() * n_ctx) * elem;
       cache->v_base_.push_back(p);
-      p += round16(l.v_width() * n_ctx);
+      p += round_line(l.v_width() * n_ctx) * elem;
     }
   }
   return cache;
@@ -88,17 +91,24 @@ Status ContiguousKvCache::Prepare(const Batch& batch) {
   return Status::Ok();
 }
 
-float* ContiguousKvCache::KRow(int layer, int32_t seq, int32_t pos) {
-  return k_base_[layer * n_seq_max_ + seq] + pos * spec_.layers[layer].k_width();
+void* ContiguousKvCache::Element(void* base, int64_t width, int32_t pos) const {
+  return static_cast<char*>(base) + pos * width * kernels::KvTypeSize(type_);
 }
 
-float* ContiguousKvCache::VRow(int layer, int32_t seq, int32_t pos) {
-  return v_base_[layer * n_seq_max_ + seq] + pos * spec_.layers[layer].v_width();
+void ContiguousKvCache::WriteK(int layer, int32_t seq, int32_t pos, const float* row) {
+  const int64_t width = spec_.layers[layer].k_width();
+  kernels::StoreKvRow(row, width, type_, Element(k_base_[layer * n_seq_max_ + seq], width, pos));
+}
+
+void ContiguousKvCache::WriteV(int layer, int32_t seq, int32_t pos, const float* row) {
+  const int64_t width = spec_.layers[layer].v_width();
+  kernels::StoreKvRow(row, width, type_, Element(v_base_[layer * n_seq_max_ + seq], width, pos));
 }
 
 kernels::KvView ContiguousKvCache::View(int layer, int32_t seq) const {
   const KvLayerSpec& l = spec_.layers[layer];
   kernels::KvView v;
+  v.type = type_;
   v.k_blocks = &k_base_[layer * n_seq_max_ + seq];
   v.v_blocks = &v_base_[layer * n_seq_max_ + seq];
   v.block_size = n_ctx_;

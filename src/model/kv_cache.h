@@ -1,7 +1,9 @@
 // KvCache: where attention layers keep the keys and values of past positions,
-// per layer and sequence. The model writes rows through KRow/VRow and reads
-// them through View(), a block list the attention kernel walks, so a paged
-// cache (src/kv, block tables) implements the same interface later.
+// per layer and sequence. The model hands float rows to WriteK/WriteV, which
+// store them in the cache's element type (KvType: f16 by default, as
+// llama.cpp, or f32), and reads them through View(), a typed block list the
+// attention kernel walks, so a paged cache (src/kv, block tables) and other
+// element types (bf16, fp8, int8 with scales) implement the same interface later.
 // What a position stores is decided per architecture through KvCacheSpec (MLA
 // stores one compressed latent as "K" and no V).
 // Owned by the engine thread; not thread-safe.
@@ -16,6 +18,8 @@
 #include "model/batch.h"
 
 namespace pagoda {
+
+using kernels::KvType;
 
 struct KvLayerSpec {
   int32_t n_head_kv = 0;
@@ -36,6 +40,7 @@ class KvCache {
   virtual ~KvCache() = default;
 
   virtual const KvCacheSpec& spec() const = 0;
+  virtual KvType type() const = 0;
   virtual int32_t n_seq_max() const = 0;
   // Positions a sequence can hold (a paged cache: what is free right now).
   virtual int32_t capacity() const = 0;
@@ -46,9 +51,10 @@ class KvCache {
   // within capacity, no gap after the sequence's last position) and marks the
   // positions as used. Errors: InvalidArgument, ResourceExhausted (full).
   virtual Status Prepare(const Batch& batch) = 0;
-  // Rows to write for a prepared (seq, pos): [k_width] and [v_width] floats.
-  virtual float* KRow(int layer, int32_t seq, int32_t pos) = 0;
-  virtual float* VRow(int layer, int32_t seq, int32_t pos) = 0;
+  // Stores the K row ([k_width] floats) / V row ([v_width] floats) of a
+  // prepared (seq, pos), converted to type().
+  virtual void WriteK(int layer, int32_t seq, int32_t pos, const float* row) = 0;
+  virtual void WriteV(int layer, int32_t seq, int32_t pos, const float* row) = 0;
   // Read view of the prepared positions of `seq` in `layer`; valid until the
   // next non-const call.
   virtual kernels::KvView View(int layer, int32_t seq) const = 0;
@@ -59,35 +65,42 @@ class KvCache {
 };
 
 // The simple cache: every sequence owns n_ctx contiguous positions per layer,
-// K as [n_ctx, k_width] and V as [n_ctx, v_width], allocated up front.
+// K as [n_ctx, k_width] and V as [n_ctx, v_width] elements of `type`,
+// allocated up front.
 class ContiguousKvCache final : public KvCache {
  public:
   static Result<std::unique_ptr<ContiguousKvCache>> Create(const KvCacheSpec& spec,
-                                                           int32_t n_seq_max, int32_t n_ctx);
+                                                           int32_t n_seq_max, int32_t n_ctx,
+                                                           KvType type = KvType::kF16);
 
   const KvCacheSpec& spec() const override { return spec_; }
+  KvType type() const override { return type_; }
   int32_t n_seq_max() const override { return n_seq_max_; }
   int32_t capacity() const override { return n_ctx_; }
   int32_t SequenceLength(int32_t seq) const override;
   Status Prepare(const Batch& batch) override;
-  float* KRow(int layer, int32_t seq, int32_t pos) override;
-  float* VRow(int layer, int32_t seq, int32_t pos) override;
+  void WriteK(int layer, int32_t seq, int32_t pos, const float* row) override;
+  void WriteV(int layer, int32_t seq, int32_t pos, const float* row) override;
   kernels::KvView View(int layer, int32_t seq) const override;
   void Truncate(int32_t seq, int32_t n_pos) override;
 
  private:
   ContiguousKvCache() = default;
   struct FreeDeleter {
-    void operator()(float* p) const;
+    void operator()(void* p) const;
   };
+  // Element `pos * width` of the region starting at base.
+  void* Element(void* base, int64_t width, int32_t pos) const;
+
   KvCacheSpec spec_;
+  KvType type_ = KvType::kF16;
   int32_t n_seq_max_ = 0;
   int32_t n_ctx_ = 0;
-  std::unique_ptr<float, FreeDeleter> data_;
+  std::unique_ptr<void, FreeDeleter> data_;
   // Start of K / V of (layer, seq) at [layer * n_seq_max + seq]; the views
   // point into these arrays (a one-block "block table").
-  std::vector<float*> k_base_;
-  std::vector<float*> v_base_;
+  std::vector<void*> k_base_;
+  std::vector<void*> v_base_;
   std::vector<int32_t> length_;  // [n_seq_max]
   std::vector<int32_t> prepare_scratch_;
 };

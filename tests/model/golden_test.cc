@@ -42,9 +42,10 @@ int32_t Argmax(const float* logits, int64_t n) {
 }
 
 // Prompt in one batch, then one token per step, as llama.cpp's server does.
+// The cache is f16, llama.cpp's default, which the references were made with.
 Generation GenerateGreedy(Model& model, const std::vector<int32_t>& prompt, int n_predict,
                           int n_probs_positions) {
-  auto kv = ContiguousKvCache::Create(model.kv_cache_spec(), 1, 2048);
+  auto kv = ContiguousKvCache::Create(model.kv_cache_spec(), 1, 2048, KvType::kF16);
   EXPECT_TRUE(kv.ok()) << kv.status().ToString();
   const int64_t n_vocab = model.n_vocab();
   std::vector<float> logits(n_vocab);
@@ -71,13 +72,23 @@ Generation GenerateGreedy(Model& model, const std::vector<int32_t>& prompt, int 
 struct GoldenCase {
   const char* file;       // relative to the test data dir
   const char* reference;  // JSON
-  // Bound on |p_ours - p_llama.cpp| over the recorded top-5 probabilities.
-  // Our attention keeps Q, K, V and the softmax weights in f32 (and agrees
-  // with the float64 reference to ~3e-7, model_reference_test.cc); the
-  // reference llama.cpp run rounds all four to f16 (f16 KV cache, non-flash
-  // attention). Emulating those roundings brought most positions to ~1e-6, so
-  // the gap is theirs; it is ~1e-3 on stories260K and up to ~1.6e-2 on the
-  // peaked random-weight models.
+  // Bound on |p_ours - p_llama.cpp| over the recorded top-5 probabilities,
+  // with the f16 KV cache. The reference llama.cpp run used its default f16
+  // cache and non-flash attention, which round K, V, Q and the softmax weights
+  // P to f16; our f16 attention rounds the same values the same way (see
+  // kernels/cpu/ops.h). Most positions then agree to <1e-5..1e-4 (with an
+  // f32 cache it was 1.35e-3 on stories260K, up to 1.6e-2 on the random models).
+  // What is left are f16 rounding ties: K, V and Q come out of f32 matmuls
+  // whose summation order differs from ggml's, so now and then a value lands on
+  // the other side of an f16 rounding boundary and moves by 2^-11 relative,
+  // which the peaked random-weight models amplify at a few positions. Evidence:
+  // the maxima below change with nothing but our matmul ISA (summation order),
+  // e.g. qwen2 5.6e-5 with AVX-512 and 1.3e-3 with scalar or AVX2 kernels, and
+  // computing our attention in double instead barely moves them. Observed
+  // maxima (AVX-512 / AVX2 / scalar kernels): stories260K 9.1e-4 / 8.4e-4 /
+  // 8.4e-4, llama_gqa 3.2e-3 / 1.3e-3 / 1.7e-3 (at "Sun and rain" position 2
+  // and "A" position 5, the rest < 1e-3), llama_rope_scaled 5.3e-4 / 3.3e-4 /
+  // 4.0e-4, qwen2 5.6e-5 / 1.3e-3 / 1.3e-3.
   double prob_tolerance;
 };
 
@@ -118,7 +129,7 @@ TEST_P(GoldenTest, GreedyIdsAndTop5ProbabilitiesMatchLlamaCpp) {
       for (const json& t : p["top5"]) {
         const double diff = std::abs(got.probs[pos][t["id"].get<int>()] - t["prob"].get<double>());
         max_diff = std::max(max_diff, diff);
-        EXPECT_LT(diff, kProbTolerance) << "position " << pos << " token " << t["id"];
+        EXPECT_LE(diff, kProbTolerance) << "position " << pos << " token " << t["id"];
       }
     }
     ++n_cases;
@@ -130,11 +141,11 @@ TEST_P(GoldenTest, GreedyIdsAndTop5ProbabilitiesMatchLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, GoldenTest,
-    ::testing::Values(GoldenCase{"stories260K.gguf", "stories260K.reference.json", 2.5e-3},
-                      GoldenCase{"synthetic/llama_gqa.gguf", "synthetic/llama_gqa.reference.json", 3e-2},
+    ::testing::Values(GoldenCase{"stories260K.gguf", "stories260K.reference.json", 1e-3},
+                      GoldenCase{"synthetic/llama_gqa.gguf", "synthetic/llama_gqa.reference.json", 4e-3},
                       GoldenCase{"synthetic/llama_rope_scaled.gguf",
-                                 "synthetic/llama_rope_scaled.reference.json", 3e-2},
-                      GoldenCase{"synthetic/qwen2.gguf", "synthetic/qwen2.reference.json", 3e-2}),
+                                 "synthetic/llama_rope_scaled.reference.json", 1e-3},
+                      GoldenCase{"synthetic/qwen2.gguf", "synthetic/qwen2.reference.json", 2e-3}),
     [](const ::testing::TestParamInfo<GoldenCase>& info) {
       std::string n = info.param.file;
       n = n.substr(n.rfind('/') + 1);

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "base/thread_pool.h"
 
@@ -52,13 +54,32 @@ void SiluMul(const float* gate, const float* up, int64_t n, float* out);
 void SiluMulReference(const float* gate, const float* up, int64_t n, float* out);
 
 // ---- Attention ---------------------------------------------------------------
+// Element type of the K/V a cache stores. A property of the cache and its
+// views, never of the model: the model hands float rows to the cache, which
+// converts them (StoreKvRow), and the attention kernel reads what the view
+// says. Room for bf16 / fp8_e4m3 / int8 with per-block scales later (they
+// would add scale pointers to KvView).
+enum class KvType : uint8_t {
+  kF32,
+  kF16,  // IEEE binary16, round to nearest even; llama.cpp's default cache type
+};
+inline constexpr int64_t KvTypeSize(KvType t) { return t == KvType::kF16 ? 2 : 4; }
+const char* KvTypeName(KvType t);                  // "f32", "f16"
+std::optional<KvType> ParseKvType(std::string_view name);  // "f16", "F16", "f32" ...
+
+// Converts n floats to `type` into dst (f16: round to nearest even, as
+// vcvtps2ph; overflow gives inf).
+void StoreKvRow(const float* src, int64_t n, KvType type, void* dst);
+
 // The K/V of one sequence in one layer, as a list of blocks of block_size
 // positions. Position p lives in block p / block_size at slot s = p % block_size;
-// head h of it starts at blocks[b] + s * pos_stride + h * head_stride.
+// head h of it starts at element s * pos_stride + h * head_stride of blocks[b],
+// whose elements are of `type` (strides count elements, not bytes).
 // A contiguous cache is one block; a paged cache passes its block table.
 struct KvView {
-  const float* const* k_blocks = nullptr;
-  const float* const* v_blocks = nullptr;
+  KvType type = KvType::kF32;
+  const void* const* k_blocks = nullptr;
+  const void* const* v_blocks = nullptr;
   int32_t block_size = 0;
   int64_t k_pos_stride = 0;
   int64_t k_head_stride = 0;
@@ -83,6 +104,11 @@ struct AttentionSeq {
 
 // Causal attention: the query in batch row r (position positions[r]) attends to
 // cache positions [0, positions[r]] of its sequence, which must all be written.
+// All sequences' views must have the same type. With an f16 cache the query is
+// rounded to f16 before Q*K and the normalised softmax weights P are rounded
+// to f16 before P*V, with f32 accumulation: that is what ggml's CPU non-flash
+// attention does over an f16 cache (its mul_mat converts the f32 operand to
+// the f16 operand's type), so results match llama.cpp references.
 //   q:   [n_rows_total, n_head * head_dim_k], row stride q_stride
 //   out: [n_rows_total, n_head * head_dim_v], row stride out_stride
 // Work is split over (sequence, kv head, query tile) across the pool.

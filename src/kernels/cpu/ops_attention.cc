@@ -1,7 +1,10 @@
 // Attention(): validation, work split over (sequence, kv head, query tile) and
 // run-time ISA choice; the tile itself is in ops_attention_tile_impl.inc.
+// Also the KV element types and their stores.
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <string>
 #include <vector>
 
 #include "base/check.h"
@@ -10,6 +13,7 @@
 #include "kernels/cpu/ops_attention_tile.h"
 
 #define PAGODA_ATTENTION_TILE_FN AttentionTileBaseline
+#define PAGODA_STORE_F16_FN StoreF16Baseline
 #include "kernels/cpu/ops_attention_tile_impl.inc"
 
 namespace pagoda::kernels {
@@ -19,6 +23,9 @@ namespace {
 constexpr int kMaxTileQueries = 64;
 // Below this many multiply-adds the pool's wake-up costs more than it saves.
 constexpr int64_t kMinParallelWork = 1 << 16;
+// f16 tiles keep their scores ([queries, keys]); past this many floats per
+// thread the tile gets fewer query rows (at least one).
+constexpr int64_t kMaxScoreFloats = 1 << 18;
 
 float* ThreadScratch(int64_t n) {
   thread_local std::vector<float> buf;
@@ -28,29 +35,75 @@ float* ThreadScratch(int64_t n) {
 
 }  // namespace
 
+const char* KvTypeName(KvType t) {
+  switch (t) {
+    case KvType::kF32: return "f32";
+    case KvType::kF16: return "f16";
+  }
+  return "?";
+}
+
+std::optional<KvType> ParseKvType(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "f32") return KvType::kF32;
+  if (lower == "f16") return KvType::kF16;
+  return std::nullopt;
+}
+
+void StoreKvRow(const float* src, int64_t n, KvType type, void* dst) {
+  switch (type) {
+    case KvType::kF32:
+      std::copy(src, src + n, static_cast<float*>(dst));
+      return;
+    case KvType::kF16: {
+      auto* h = static_cast<uint16_t*>(dst);
+      switch (ActiveIsa()) {
+        case Isa::kAvx512: return internal::StoreF16Avx512(src, n, h);
+        case Isa::kAvx2: return internal::StoreF16Avx2(src, n, h);
+        case Isa::kScalar: return internal::StoreF16Baseline(src, n, h);
+      }
+      return;
+    }
+  }
+}
+
 void Attention(const AttentionShape& sh, const float* q, int64_t q_stride,
                const int32_t* positions, const AttentionSeq* seqs, int n_seqs, float* out,
                int64_t out_stride, ThreadPool& pool) {
   PAGODA_CHECK(sh.n_head > 0 && sh.n_head_kv > 0 && sh.n_head % sh.n_head_kv == 0);
   PAGODA_CHECK(sh.head_dim_k > 0 && sh.head_dim_v > 0);
   const int ratio = sh.n_head / sh.n_head_kv;
-  const int rows_per_tile = std::max(1, kMaxTileQueries / ratio);
+  if (n_seqs == 0) return;
+  const KvType type = seqs[0].kv.type;
 
-  int64_t n_items = 0;
+  int32_t n_keys_max = 1;
   int64_t work = 0;
   for (int s = 0; s < n_seqs; ++s) {
     PAGODA_CHECK(seqs[s].kv.block_size > 0);
+    PAGODA_CHECK(seqs[s].kv.type == type);
     const int32_t n_rows = seqs[s].n_rows;
-    n_items += static_cast<int64_t>((n_rows + rows_per_tile - 1) / rows_per_tile) * sh.n_head_kv;
     int32_t max_pos = 0;
     for (int32_t r = 0; r < n_rows; ++r) max_pos = std::max(max_pos, positions[seqs[s].rows[r]]);
+    n_keys_max = std::max(n_keys_max, max_pos + 1);
     work += static_cast<int64_t>(n_rows) * (max_pos + 1) * sh.n_head * (sh.head_dim_k + sh.head_dim_v);
+  }
+  int rows_per_tile = std::max(1, kMaxTileQueries / ratio);
+  if (type == KvType::kF16) {
+    const int64_t per_row = static_cast<int64_t>(ratio) * (n_keys_max + internal::kKeyBlock);
+    rows_per_tile = static_cast<int>(std::clamp<int64_t>(kMaxScoreFloats / per_row, 1, rows_per_tile));
+  }
+  int64_t n_items = 0;
+  for (int s = 0; s < n_seqs; ++s) {
+    n_items += static_cast<int64_t>((seqs[s].n_rows + rows_per_tile - 1) / rows_per_tile) * sh.n_head_kv;
   }
   if (n_items == 0) return;
 
-  auto tile_fn = ActiveIsa() == Isa::kAvx512 ? internal::AttentionTileAvx512
-                                             : internal::AttentionTileBaseline;
-  const int64_t scratch_floats = internal::AttentionTileScratchFloats(sh, rows_per_tile);
+  auto tile_fn = internal::AttentionTileBaseline;
+  if (ActiveIsa() == Isa::kAvx512) tile_fn = internal::AttentionTileAvx512;
+  if (ActiveIsa() == Isa::kAvx2) tile_fn = internal::AttentionTileAvx2;
+  const int64_t scratch_floats =
+      internal::AttentionTileScratchFloats(sh, type, rows_per_tile, n_keys_max);
 
   // Item i -> (sequence, tile, kv head); the last items hold the latest
   // positions (most keys), so they are handed out first.

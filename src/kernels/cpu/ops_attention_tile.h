@@ -1,13 +1,19 @@
 // One attention work item (internal to kernels/cpu). The body lives in
-// ops_attention_tile_impl.inc and is compiled twice: by ops_attention.cc
-// (baseline ISA) and ops_attention_avx512.cc (AVX-512 flags). It uses only raw
-// pointers (no std containers) so that no inline library code compiled with
-// ISA flags can leak into baseline callers through the linker.
+// ops_attention_tile_impl.inc and is compiled three times: by
+// ops_attention.cc (baseline ISA), ops_attention_avx2.cc and
+// ops_attention_avx512.cc (with those ISA flags; F16C converts f16 K/V there).
+// It uses only raw pointers (no std containers) and internal-linkage helpers
+// so that no inline code compiled with ISA flags can leak into baseline
+// callers through the linker.
 //
 // A tile is a run of query rows of one sequence and one KV head g; the `ratio`
 // query heads of that group are processed together so each K block is
-// transposed once. Keys are streamed in blocks of kKeyBlock with an online
-// (running max / running sum) softmax, so scratch does not grow with context.
+// transposed (and converted from f16) once.
+// f32 cache: keys are streamed in blocks of kKeyBlock with an online (running
+// max / running sum) softmax, so scratch does not grow with context.
+// f16 cache: the scores of the tile are kept ([queries, keys]) so that the
+// softmax is normalised before its weights are rounded to f16, as ggml does;
+// Attention() bounds that scratch by shrinking the tile for long contexts.
 #pragma once
 
 #include <cstdint>
@@ -29,17 +35,28 @@ struct AttentionTileArgs {
   int g;  // kv head
   float* out;
   int64_t out_stride;
-  float* scratch;  // AttentionTileScratchFloats(shape, n_rows) floats
+  float* scratch;  // AttentionTileScratchFloats(shape, type, n_rows, n_keys) floats
 };
 
-inline int64_t AttentionTileScratchFloats(const AttentionShape& sh, int n_rows) {
+// Scratch of a tile of n_rows query rows over at most n_keys keys.
+inline int64_t AttentionTileScratchFloats(const AttentionShape& sh, KvType type, int n_rows,
+                                          int32_t n_keys) {
   const int64_t m = static_cast<int64_t>(n_rows) * (sh.n_head / sh.n_head_kv);
-  return m * sh.head_dim_k + static_cast<int64_t>(sh.head_dim_k) * kKeyBlock + kKeyBlock +
-         m * sh.head_dim_v + 2 * m;
+  const int64_t dk = sh.head_dim_k, dv = sh.head_dim_v;
+  if (type == KvType::kF32) {
+    return m * dk + dk * kKeyBlock + kKeyBlock + m * dv + 2 * m;
+  }
+  const int64_t n_pad = (static_cast<int64_t>(n_keys) + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+  return m * dk + dk * kKeyBlock + kKeyBlock * (dk > dv ? dk : dv) + m * dv + m * n_pad;
 }
 
 void AttentionTileBaseline(const AttentionTileArgs& a);
+void AttentionTileAvx2(const AttentionTileArgs& a);
 void AttentionTileAvx512(const AttentionTileArgs& a);
 
-}  // namespace pagoda::kernels::internal
+// f32 -> f16 (round to nearest even) of n values; per ISA like the tile.
+void StoreF16Baseline(const float* src, int64_t n, uint16_t* dst);
+void StoreF16Avx2(const float* src, int64_t n, uint16_t* dst);
+void StoreF16Avx512(const float* src, int64_t n, uint16_t* dst);
 
+}  // namespace pagoda::kernels::internal

@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "kernels/cpu/ops.h"
+#include "tensor/fp16.h"
 
 namespace pagoda::kernels {
 
@@ -59,21 +60,34 @@ void SiluMulReference(const float* gate, const float* up, int64_t n, float* out)
 }
 
 namespace {
-const float* KvAt(const float* const* blocks, int32_t block_size, int64_t pos_stride,
-                  int64_t head_stride, int32_t pos, int head) {
-  return blocks[pos / block_size] + (pos % block_size) * pos_stride + head * head_stride;
+
+// Element d of the head at (pos, head) as a double; f16 through tensor/fp16.h,
+// independent of the kernels' conversions.
+double KvAt(KvType type, const void* const* blocks, int32_t block_size, int64_t pos_stride,
+            int64_t head_stride, int32_t pos, int head, int d) {
+  const int64_t i = (pos % block_size) * pos_stride + head * head_stride + d;
+  const void* b = blocks[pos / block_size];
+  if (type == KvType::kF16) return F16ToF32(static_cast<const uint16_t*>(b)[i]);
+  return static_cast<const float*>(b)[i];
 }
+
+double RoundToF16(double x) { return F16ToF32(F32ToF16(static_cast<float>(x))); }
+
 }  // namespace
 
+// With an f16 cache, q and the normalised weights are rounded to f16 as the
+// fast path does (see ops.h); everything else in double.
 void AttentionReference(const AttentionShape& sh, const float* q, int64_t q_stride,
                         const int32_t* positions, const AttentionSeq* seqs, int n_seqs,
                         float* out, int64_t out_stride) {
   const int ratio = sh.n_head / sh.n_head_kv;
   std::vector<double> scores;
   std::vector<double> acc(sh.head_dim_v);
+  std::vector<double> qd(sh.head_dim_k);
   for (int si = 0; si < n_seqs; ++si) {
     const AttentionSeq& seq = seqs[si];
     const KvView& kv = seq.kv;
+    const bool f16 = kv.type == KvType::kF16;
     for (int32_t ri = 0; ri < seq.n_rows; ++ri) {
       const int32_t row = seq.rows[ri];
       const int32_t p = positions[row];
@@ -81,11 +95,14 @@ void AttentionReference(const AttentionShape& sh, const float* q, int64_t q_stri
       for (int h = 0; h < sh.n_head; ++h) {
         const int g = h / ratio;
         const float* qh = q + row * q_stride + static_cast<int64_t>(h) * sh.head_dim_k;
+        for (int d = 0; d < sh.head_dim_k; ++d) qd[d] = f16 ? RoundToF16(qh[d]) : qh[d];
         double mx = -std::numeric_limits<double>::infinity();
         for (int32_t j = 0; j <= p; ++j) {
-          const float* k = KvAt(kv.k_blocks, kv.block_size, kv.k_pos_stride, kv.k_head_stride, j, g);
           double s = 0.0;
-          for (int d = 0; d < sh.head_dim_k; ++d) s += static_cast<double>(qh[d]) * k[d];
+          for (int d = 0; d < sh.head_dim_k; ++d) {
+            s += qd[d] * KvAt(kv.type, kv.k_blocks, kv.block_size, kv.k_pos_stride,
+                              kv.k_head_stride, j, g, d);
+          }
           scores[j] = s * sh.scale;
           mx = std::max(mx, scores[j]);
         }
@@ -93,8 +110,11 @@ void AttentionReference(const AttentionShape& sh, const float* q, int64_t q_stri
         for (int32_t j = 0; j <= p; ++j) sum += (scores[j] = std::exp(scores[j] - mx));
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int32_t j = 0; j <= p; ++j) {
-          const float* v = KvAt(kv.v_blocks, kv.block_size, kv.v_pos_stride, kv.v_head_stride, j, g);
-          for (int d = 0; d < sh.head_dim_v; ++d) acc[d] += scores[j] / sum * v[d];
+          const double w = f16 ? RoundToF16(scores[j] / sum) : scores[j] / sum;
+          for (int d = 0; d < sh.head_dim_v; ++d) {
+            acc[d] += w * KvAt(kv.type, kv.v_blocks, kv.block_size, kv.v_pos_stride,
+                               kv.v_head_stride, j, g, d);
+          }
         }
         float* o = out + row * out_stride + static_cast<int64_t>(h) * sh.head_dim_v;
         for (int d = 0; d < sh.head_dim_v; ++d) o[d] = static_cast<float>(acc[d]);

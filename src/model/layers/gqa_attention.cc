@@ -1,7 +1,6 @@
 #include "model/layers/gqa_attention.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "kernels/cpu/matmul.h"
 
@@ -87,10 +86,8 @@ void GqaAttention::Forward(const ForwardContext& ctx, int layer, const float* x,
   kernels::Rope(k, n, k_width(), n_head_kv_, head_dim_k_, n_rot_, rope_neox_, ctx.rope_cos, ctx.rope_sin);
 
   for (int64_t t = 0; t < n; ++t) {
-    std::memcpy(ctx.kv->KRow(layer, ctx.seq_ids[t], ctx.positions[t]), k + t * k_width(),
-                k_width() * sizeof(float));
-    std::memcpy(ctx.kv->VRow(layer, ctx.seq_ids[t], ctx.positions[t]), v + t * v_width(),
-                v_width() * sizeof(float));
+    ctx.kv->WriteK(layer, ctx.seq_ids[t], ctx.positions[t], k + t * k_width());
+    ctx.kv->WriteV(layer, ctx.seq_ids[t], ctx.positions[t], v + t * v_width());
   }
   for (int s = 0; s < ctx.n_seqs; ++s) {
     ctx.attn_seqs[s].kv = ctx.kv->View(layer, ctx.seqs[s].seq_id);

@@ -1,0 +1,5 @@
+// The attention tile and f16 stores compiled with AVX2 + FMA + F16C flags;
+// chosen at run time by ops_attention.cc when ActiveIsa() is kAvx2.
+#define PAGODA_ATTENTION_TILE_FN AttentionTileAvx2
+#define PAGODA_STORE_F16_FN StoreF16Avx2
+#include "kernels/cpu/ops_attention_tile_impl.inc"
