@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "tokenizer/normalizer.h"
+
 namespace pagoda {
 namespace {
 
@@ -119,6 +121,7 @@ struct Pipeline {
   bool byte_level = false;
   bool space_to_metaspace = false;  // ' ' -> U+2581 (SentencePiece escaping)
   bool add_space_prefix = false;
+  bool nfc = false;  // Unicode NFC before anything else
   std::vector<std::string> regexes;
 };
 
@@ -127,12 +130,10 @@ Status ReadNormalizer(const Json& root, Pipeline* p) {
   for (const Json* n : Flatten(root["normalizer"], "normalizers")) {
     const std::string type = TypeOf(*n);
     if (type == "NFC") {
-      // Not expressible in GGUF; llama.cpp drops it too. NFC input (nearly all
-      // text) tokenizes identically; decomposed input differs unless the
-      // tokenizer normalizes (see hf_import_test's DecomposedText case).
-      continue;
-    }
-    if (IsSpaceToMetaspace(*n)) {
+      // llama.cpp's converter drops it (GGUF has no key for it); we record it
+      // as tokenizer.pagoda.normalizer so decomposed input tokenizes as in HF.
+      p->nfc = true;
+    } else if (IsSpaceToMetaspace(*n)) {
       p->space_to_metaspace = true;
     } else if (type == "Prepend" && n->value("prepend", "") == "\u2581") {
       p->add_space_prefix = true;
@@ -471,6 +472,9 @@ Status SetVocabKeys(const Json& model, const Pipeline& p, bool spm, Table* t, Gg
     md->Set("tokenizer.ggml.model", "gpt2");
     md->Set("tokenizer.ggml.pre", pre->name);
   }
+  // Always written, "none" included: without the key a qwen2 pre-tokenizer
+  // would default to NFC (see normalizer.h).
+  md->Set(kKeyNormalizer, p.nfc ? "nfc" : "none");
   md->Set("tokenizer.ggml.tokens", GgufValue::StringArray(t->texts));
   if (spm) md->Set("tokenizer.ggml.scores", GgufValue::F32Array(t->scores));
   md->Set("tokenizer.ggml.token_type", GgufValue::I32Array(t->types));

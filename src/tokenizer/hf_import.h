@@ -10,6 +10,8 @@
 //  - SentencePiece-style BPE with byte fallback ("llama": Llama 2, Mistral,
 //    Gemma): scores are derived from the merge ranks so that score-driven SPM
 //    merging reproduces the BPE merges.
+//  - an NFC normalizer, recorded as tokenizer.pagoda.normalizer = "nfc"
+//    (otherwise "none"; see normalizer.h and docs/TOKENIZERS.md).
 // Anything else (Unigram, WordPiece, unknown regexes, normalizers we cannot
 // express) is an error that names what is unsupported.
 #pragma once

@@ -76,6 +76,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromMetadata(const GgufMetadata& m
   } else {
     return InvalidArgument("unknown '" + std::string(kKeyModel) + "' = '" + model + "'");
   }
+  PAGODA_ASSIGN_OR_RETURN(tok->normalization_, ReadNormalization(md, tok->pre_));
   tok->specials_.Build(tok->vocab_);
   tok->BuildPieces();
   return tok;
@@ -89,8 +90,14 @@ void Tokenizer::BuildPieces() {
     switch (vocab_.attrs[id]) {
       case TokenAttr::kControl:
       case TokenAttr::kUnknown:
-      case TokenAttr::kUserDefined:
         piece = text;
+        break;
+      case TokenAttr::kUserDefined:
+        // SentencePiece decodes U+2581 as a space in user-defined pieces too
+        // (Gemma's added tokens 138-167 are runs of it). llama.cpp copies them
+        // raw, but its converter has already rewritten U+2581 to ' ' in those
+        // texts; we keep the raw text for matching, so unescape here.
+        piece = kind_ == TokenizerKind::kSpm ? UnescapeSpaces(text) : text;
         break;
       case TokenAttr::kUnused:
         break;
@@ -114,6 +121,12 @@ void Tokenizer::BuildPieces() {
 
 void Tokenizer::EncodeText(std::string_view text, bool after_special,
                            std::vector<TokenId>* out) const {
+  std::string normalized;
+  if (normalization_ == Normalization::kNfc && MayChangeUnderNfc(text)) {
+    normalized.reserve(text.size());
+    AppendNfc(text, &normalized);
+    text = normalized;
+  }
   if (kind_ == TokenizerKind::kBpe) {
     bpe_->Encode(vocab_, text, out);
     return;

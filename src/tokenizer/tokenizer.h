@@ -1,9 +1,11 @@
 // Tokenizer: text <-> token ids, built from GGUF tokenizer metadata
 // (tokenizer.ggml.*). Supports SentencePiece-style vocabularies ("llama") and
 // byte-level BPE ("gpt2") with the pre-tokenizers llama.cpp knows; WordPiece
-// ("bert") and others are reported as Unimplemented. Immutable after
-// construction and safe to share between threads. The algorithms live in
-// spm_tokenizer / bpe_tokenizer; special-token splitting in special_tokens.
+// ("bert") and others are reported as Unimplemented. Text between special
+// tokens is normalized first when the metadata asks for it (NFC; see
+// normalizer.h). Immutable after construction and safe to share between
+// threads. The algorithms live in spm_tokenizer / bpe_tokenizer;
+// special-token splitting in special_tokens.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,7 @@
 
 #include "base/status.h"
 #include "gguf/gguf_metadata.h"
+#include "tokenizer/normalizer.h"
 #include "tokenizer/special_tokens.h"
 #include "tokenizer/vocab.h"
 
@@ -34,13 +37,15 @@ class Tokenizer {
   // add_special: add BOS/EOS as the model's add_bos_token / add_eos_token say.
   // parse_special: text matching control / unknown token strings becomes that
   // token. User-defined (added) tokens are always matched, with or without it,
-  // as Hugging Face and llama.cpp do. Any bytes are accepted; invalid UTF-8 is
-  // encoded byte by byte.
+  // as Hugging Face and llama.cpp do. With NFC normalization, the text between
+  // special tokens is normalized (special tokens are matched on the raw text).
+  // Any bytes are accepted; invalid UTF-8 is encoded byte by byte.
   std::vector<TokenId> Encode(std::string_view text, bool add_special, bool parse_special) const;
 
   // The bytes this token contributes to output text (may be a partial UTF-8
   // sequence). Control and unknown tokens give "" unless `special` is true;
-  // ids out of range give "".
+  // ids out of range give "". SPM normal and user-defined tokens read U+2581
+  // back as a space, as SentencePiece does.
   std::string TokenToPiece(TokenId id, bool special) const {
     return std::string(PieceView(id, special));
   }
@@ -48,7 +53,8 @@ class Tokenizer {
 
   // Concatenated pieces (raw bytes, not sanitized). With a space-prefix (SPM)
   // vocabulary, one leading space is removed from the first token after an
-  // optional leading BOS, so Decode(Encode(text, ...)) == text.
+  // optional leading BOS, so Decode(Encode(text, ...)) == text (for text that
+  // normalization leaves alone and, with SPM, that has no literal U+2581).
   std::string Decode(std::span<const TokenId> ids, bool special = false) const;
   std::string Decode(const std::vector<TokenId>& ids, bool special = false) const {
     return Decode(std::span<const TokenId>(ids), special);
@@ -74,6 +80,7 @@ class Tokenizer {
   TokenId FindToken(std::string_view text) const { return vocab_.Find(text); }
   TokenizerKind kind() const { return kind_; }
   const std::string& pre() const { return pre_; }  // tokenizer.ggml.pre ("" for SPM)
+  Normalization normalization() const { return normalization_; }
 
  private:
   Tokenizer();
@@ -82,6 +89,7 @@ class Tokenizer {
 
   TokenizerKind kind_ = TokenizerKind::kSpm;
   std::string pre_;
+  Normalization normalization_ = Normalization::kNone;
   Vocab vocab_;
   SpecialTokenMatcher specials_;
   std::unique_ptr<SpmTokenizer> spm_;

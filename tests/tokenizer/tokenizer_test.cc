@@ -107,6 +107,18 @@ TEST(TokenizerTest, UserDefinedTokensMatchEvenWithoutParseSpecial) {
   EXPECT_EQ(tok->TokenToPiece(ctl, true), "<ctl>");
 }
 
+TEST(TokenizerTest, SpmUserDefinedTokensDecodeSpaceMarksAsSpaces) {
+  // Gemma's added tokens 138-167 are runs of U+2581.
+  auto tok = MustBuild(SmallSpm({{"\xE2\x96\x81\xE2\x96\x81", TokenAttr::kUserDefined},
+                                 {"<ctl\xE2\x96\x81>", TokenAttr::kControl}}));
+  const TokenId two = tok->FindToken("\xE2\x96\x81\xE2\x96\x81");
+  const TokenId ctl = tok->FindToken("<ctl\xE2\x96\x81>");
+  EXPECT_EQ(tok->TokenToPiece(two, false), "  ");
+  EXPECT_EQ(tok->Decode({kA, two, kA}), "a  a");
+  // Control tokens stay as written.
+  EXPECT_EQ(tok->TokenToPiece(ctl, true), "<ctl\xE2\x96\x81>");
+}
+
 TEST(TokenizerTest, EndOfGenerationSetIncludesChatMarkers) {
   auto tok = MustBuild(SmallSpm({{"<|im_end|>", TokenAttr::kUserDefined},
                                  {"<end_of_turn>", TokenAttr::kControl},
@@ -183,6 +195,62 @@ TEST(TokenizerTest, BpeSpecialTokensAndEog) {
   auto with_bos = MustBuild(md);
   EXPECT_TRUE(with_bos->add_bos());
   EXPECT_THAT(with_bos->Encode("hello", true, false), ElementsAre(256 + 9, 256 + 3));
+}
+
+// "é" (C3 A9) as one token, 256 + 9 after SmallBpe's merges.
+GgufMetadata BpeWithEAcute(const std::string& pre) {
+  GgufMetadata md = MakeBpeMetadata({"h e", "l l", "he ll", "hell o", "\xC4\xA0 w", "o r",
+                                     "\xC4\xA0w or", "\xC4\xA0wor l", "\xC4\xA0worl d",
+                                     "\xC3\x83 \xC2\xA9"},
+                                    pre, {{"<tool>", TokenAttr::kUserDefined}});
+  return md;
+}
+constexpr TokenId kEAcute = 256 + 9;
+
+TEST(TokenizerTest, NfcNormalizerComposesTextBeforeEncoding) {
+  GgufMetadata md = BpeWithEAcute("gpt-2");
+  md.Set("tokenizer.pagoda.normalizer", "nfc");
+  auto tok = MustBuild(md);
+  EXPECT_EQ(tok->normalization(), Normalization::kNfc);
+  EXPECT_THAT(tok->Encode("e\xCC\x81", false, false), ElementsAre(kEAcute));
+  EXPECT_THAT(tok->Encode("\xC3\xA9", false, false), ElementsAre(kEAcute));
+  EXPECT_EQ(tok->Decode(tok->Encode("caf" "e\xCC\x81", false, false)), "caf\xC3\xA9");
+}
+
+TEST(TokenizerTest, NfcLeavesSpecialTokensAndInvalidBytesAlone) {
+  GgufMetadata md = BpeWithEAcute("gpt-2");
+  md.Set("tokenizer.pagoda.normalizer", "nfc");
+  auto tok = MustBuild(md);
+  const TokenId tool = tok->FindToken("<tool>");
+  // Specials are split off the raw text first; each side is normalized on
+  // its own, so the mark after <tool> has nothing to compose with.
+  EXPECT_THAT(tok->Encode("e<tool>\xCC\x81", false, false), ElementsAre('e', tool, 0xCC, 0x81));
+  // Invalid bytes survive; the valid runs around them are still normalized.
+  const std::string text = "e\xCC\x81\xFF" "e\xCC\x81\xC3";
+  const auto ids = tok->Encode(text, false, false);
+  EXPECT_EQ(tok->Decode(ids), "\xC3\xA9\xFF\xC3\xA9\xC3");
+}
+
+TEST(TokenizerTest, NfcIsTheDefaultForQwen2Only) {
+  EXPECT_EQ(MustBuild(BpeWithEAcute("qwen2"))->normalization(), Normalization::kNfc);
+  EXPECT_THAT(MustBuild(BpeWithEAcute("qwen2"))->Encode("e\xCC\x81", false, false),
+              ElementsAre(kEAcute));
+  auto gpt2 = MustBuild(BpeWithEAcute("gpt-2"));
+  EXPECT_EQ(gpt2->normalization(), Normalization::kNone);
+  EXPECT_THAT(gpt2->Encode("e\xCC\x81", false, false), ElementsAre('e', 0xCC, 0x81));
+  EXPECT_EQ(MustBuild(SmallSpm())->normalization(), Normalization::kNone);
+  // An explicit "none" wins over the qwen2 default.
+  GgufMetadata md = BpeWithEAcute("qwen2");
+  md.Set("tokenizer.pagoda.normalizer", "none");
+  EXPECT_THAT(MustBuild(md)->Encode("e\xCC\x81", false, false), ElementsAre('e', 0xCC, 0x81));
+}
+
+TEST(TokenizerTest, RejectsUnknownNormalizer) {
+  GgufMetadata md = SmallSpm();
+  md.Set("tokenizer.pagoda.normalizer", "lowercase");
+  auto tok = Tokenizer::FromMetadata(md);
+  ASSERT_FALSE(tok.ok());
+  EXPECT_THAT(tok.status().message(), HasSubstr("tokenizer.pagoda.normalizer"));
 }
 
 }  // namespace

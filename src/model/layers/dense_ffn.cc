@@ -23,8 +23,8 @@ void DenseFfn::Forward(const ForwardContext& ctx, const float* x, float* out) co
   const int64_t n = ctx.n_tokens;
   float* gate = ctx.scratch;                            // [n, n_ff]
   float* up = gate + (n * n_ff_ + 15) / 16 * 16;        // [n, n_ff]
-  kernels::MatMul(gate_, x, n, gate, *ctx.pool);
-  kernels::MatMul(up_, x, n, up, *ctx.pool);
+  const kernels::MatMulTarget gate_up[] = {{&gate_, gate}, {&up_, up}};
+  kernels::MatMulShared(gate_up, x, n, *ctx.pool);
   kernels::SiluMul(gate, up, n * n_ff_, gate);
   kernels::MatMul(down_, gate, n, out, *ctx.pool);
 }

@@ -72,9 +72,9 @@ void GqaAttention::Forward(const ForwardContext& ctx, int layer, const float* x,
   float* v = k + round16(n * k_width());        // [n, n_head_kv * head_dim_v]
   float* attn = v + round16(n * v_width());     // [n, n_head * head_dim_v]
 
-  kernels::MatMul(wq_, x, n, q, *ctx.pool);
-  kernels::MatMul(wk_, x, n, k, *ctx.pool);
-  kernels::MatMul(wv_, x, n, v, *ctx.pool);
+  // Q, K and V share the input: one activation conversion, one pool run.
+  const kernels::MatMulTarget qkv[] = {{&wq_, q}, {&wk_, k}, {&wv_, v}};
+  kernels::MatMulShared(qkv, x, n, *ctx.pool);
   AddBias(q, bq_, n, q_width());
   AddBias(k, bk_, n, k_width());
   AddBias(v, bv_, n, v_width());
