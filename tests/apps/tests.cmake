@@ -6,4 +6,4 @@ target_compile_definitions(pagoda_cli_tests PRIVATE
   PAGODA_BIN="$<TARGET_FILE:pagoda_cli>")
 target_link_libraries(pagoda_cli_tests PRIVATE pagoda nlohmann_json::nlohmann_json GTest::gtest GTest::gtest_main)
 add_dependencies(pagoda_cli_tests pagoda_cli)
-gtest_discover_tests(pagoda_cli_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit;apps")
+gtest_discover_tests(pagoda_cli_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit)
