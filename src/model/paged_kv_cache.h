@@ -1,0 +1,116 @@
+// PagedKvCache: the KvCache over a kv::BlockPool. Each sequence has a block
+// table; View() hands the attention kernel the sequence's blocks as a KvView
+// block list, and Prepare() takes blocks from the pool as positions grow
+// (ResourceExhausted when none is left, so the scheduler can preempt).
+// With prefix caching on, full blocks are registered in a kv::PrefixCache
+// after each step (CommitBlocks) and a new sequence adopts the longest cached
+// full-block prefix of its prompt (AdoptPrefix), skipping that computation.
+// Shared blocks are full and never written: a rewrite of one (Truncate into a
+// cached block, then Prepare) gets a private copy first.
+// Owns the pool and the prefix cache. Engine thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "kv/block_pool.h"
+#include "kv/block_table.h"
+#include "kv/prefix_cache.h"
+#include "model/kv_cache.h"
+
+namespace pagoda {
+
+struct PagedKvCacheOptions {
+  int32_t n_seq_max = 1;        // sequence ids in [0, n_seq_max)
+  int32_t n_ctx = 4096;         // positions one sequence may reach
+  int64_t memory_bytes = 0;     // pool budget (--kv-cache-memory)
+  int32_t block_size = 16;
+  KvType type = KvType::kF16;
+  bool prefix_caching = true;
+};
+
+class PagedKvCache final : public KvCache {
+ public:
+  static Result<std::unique_ptr<PagedKvCache>> Create(const KvCacheSpec& spec,
+                                                      const PagedKvCacheOptions& options);
+  // Bytes one block of `spec` takes (sizing memory_bytes); 0 if the spec is invalid.
+  static int64_t BlockBytes(const KvCacheSpec& spec, KvType type, int32_t block_size);
+
+  const KvCacheSpec& spec() const override { return spec_; }
+  KvType type() const override { return pool_->type(); }
+  int32_t n_seq_max() const override { return static_cast<int32_t>(seqs_.size()); }
+  // Positions a new sequence could reach with the blocks available now.
+  int32_t capacity() const override;
+  int32_t SequenceLength(int32_t seq) const override;
+  Status Prepare(const Batch& batch) override;
+  void WriteK(int layer, int32_t seq, int32_t pos, const float* row) override;
+  void WriteV(int layer, int32_t seq, int32_t pos, const float* row) override;
+  kernels::KvView View(int layer, int32_t seq) const override;
+  // Releases the blocks past n_pos, tail first, so a finished sequence's last
+  // blocks are the first the LRU evicts (a prefix's head outlives its tail).
+  void Truncate(int32_t seq, int32_t n_pos) override;
+
+  // For the scheduler. `tokens` are the sequence's tokens from position 0
+  // (prompt, then generated); `salt` isolates tenants (cache_salt) and must be
+  // the same for AdoptPrefix and every CommitBlocks of a sequence.
+  //
+  // Attaches the cached blocks of the longest cached full-block prefix of
+  // `tokens` to the empty sequence `seq` and returns the positions they cover:
+  // the engine computes tokens from there on. At most
+  // (tokens.size() - 1) rounded down to a block, so the last prompt token is
+  // always computed and yields logits. Counts one prefix-cache query.
+  int32_t AdoptPrefix(int32_t seq, std::span<const int32_t> tokens, std::string_view salt);
+  // Registers the sequence's newly filled full blocks (those covered by both
+  // its KV length and `tokens`) in the prefix cache; returns how many were
+  // newly registered. Call after each step.
+  int32_t CommitBlocks(int32_t seq, std::span<const int32_t> tokens, std::string_view salt);
+  // Blocks Prepare would take for `seq` to hold n_pos positions.
+  int32_t BlocksToGrow(int32_t seq, int32_t n_pos) const;
+
+  int32_t block_size() const { return pool_->block_size(); }
+  int32_t n_ctx() const { return n_ctx_; }
+  // Held blocks / all blocks (vLLM kv_cache_usage_perc).
+  double usage() const { return pool_->usage(); }
+  const kv::BlockPool& pool() const { return *pool_; }
+  kv::PrefixCache& prefix_cache() { return *prefix_; }
+  const kv::PrefixCache& prefix_cache() const { return *prefix_; }
+  const kv::BlockTable& block_table(int32_t seq) const { return seqs_[CheckedSeq(seq)].table; }
+
+ private:
+  struct Sequence {
+    int32_t length = 0;
+    kv::BlockTable table;
+    // Per layer, the table as K / V region pointers: what View() hands out.
+    std::vector<std::vector<const void*>> k_blocks;
+    std::vector<std::vector<const void*>> v_blocks;
+    // Hashes of the leading blocks registered or adopted, in order.
+    std::vector<kv::BlockHash> hashes;
+  };
+
+  PagedKvCache() = default;
+  int32_t CheckedSeq(int32_t seq) const {
+    PAGODA_CHECK(seq >= 0 && seq < n_seq_max()) << "sequence id " << seq;
+    return seq;
+  }
+  void AppendBlock(Sequence& s, kv::BlockId b);
+  void ReplaceBlock(Sequence& s, int32_t i, kv::BlockId b);
+  // Makes the blocks a batch rewrites private and unregistered; needs the
+  // blocks counted by Prepare to be available.
+  void PrivatizeRewrites();
+
+  KvCacheSpec spec_;
+  int32_t n_ctx_ = 0;
+  std::unique_ptr<kv::BlockPool> pool_;
+  std::unique_ptr<kv::PrefixCache> prefix_;
+  std::vector<Sequence> seqs_;
+  // Prepare scratch.
+  std::vector<int32_t> new_length_;
+  std::vector<std::pair<int32_t, int32_t>> rewrites_;  // (seq, block index) in an immutable block
+  std::vector<kv::BlockId> adopt_blocks_;
+  std::vector<kv::BlockHash> adopt_hashes_;
+};
+
+}  // namespace pagoda
