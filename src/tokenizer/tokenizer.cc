@@ -4,6 +4,7 @@
 #include "tokenizer/byte_unicode.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/spm_tokenizer.h"
+#include "tokenizer/wpm_tokenizer.h"
 
 namespace pagoda {
 namespace {
@@ -49,6 +50,29 @@ int ParseByteToken(std::string_view t) {
   return (hi < 0 || lo < 0) ? -1 : hi * 16 + lo;
 }
 
+void ReplaceAll(std::string* s, std::string_view from, std::string_view to) {
+  std::string out;
+  size_t last = 0;
+  for (size_t pos = s->find(from); pos != std::string::npos; pos = s->find(from, last)) {
+    out.append(*s, last, pos - last);
+    out.append(to);
+    last = pos + from.size();
+  }
+  if (last == 0) return;
+  out.append(*s, last);
+  *s = std::move(out);
+}
+
+// Hugging Face's clean_up_tokenization, the same replacements in the same
+// order: WordPiece pieces are space-separated words, punctuation included.
+void CleanUpTokenizationSpaces(std::string* s) {
+  constexpr std::pair<std::string_view, std::string_view> kRules[] = {
+      {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+      {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"},
+  };
+  for (const auto& [from, to] : kRules) ReplaceAll(s, from, to);
+}
+
 }  // namespace
 
 Tokenizer::Tokenizer() = default;
@@ -68,11 +92,15 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromMetadata(const GgufMetadata& m
     PAGODA_ASSIGN_OR_RETURN(tok->vocab_,
                             Vocab::Load(md, TokenizerKind::kBpe, pre->default_add_bos()));
     PAGODA_ASSIGN_OR_RETURN(tok->bpe_, BpeTokenizer::Create(tok->vocab_, md, std::move(pre)));
-  } else if (model == "bert" || model == "t5" || model == "rwkv" || model == "plamo2" ||
+  } else if (model == "bert") {
+    tok->kind_ = TokenizerKind::kWpm;
+    PAGODA_ASSIGN_OR_RETURN(tok->vocab_, Vocab::Load(md, TokenizerKind::kWpm));
+    tok->wpm_ = std::make_unique<WpmTokenizer>(tok->vocab_);
+  } else if (model == "t5" || model == "rwkv" || model == "plamo2" ||
              model == "gemma4" || model == "no_vocab" || model == "none") {
     return Unimplemented("'" + std::string(kKeyModel) + "' = '" + model +
-                         "' is not supported (only 'llama' SentencePiece and 'gpt2' byte-level "
-                         "BPE vocabularies are)");
+                         "' is not supported (only 'llama' SentencePiece, 'gpt2' byte-level "
+                         "BPE and 'bert' WordPiece vocabularies are)");
   } else {
     return InvalidArgument("unknown '" + std::string(kKeyModel) + "' = '" + model + "'");
   }
@@ -109,7 +137,7 @@ void Tokenizer::BuildPieces() {
         [[fallthrough]];
       case TokenAttr::kNormal:
       case TokenAttr::kUndefined:
-        if (kind_ == TokenizerKind::kSpm) {
+        if (kind_ == TokenizerKind::kSpm || kind_ == TokenizerKind::kWpm) {
           piece = UnescapeSpaces(text);
         } else {
           ByteDecode(text, &piece);
@@ -129,6 +157,10 @@ void Tokenizer::EncodeText(std::string_view text, bool after_special,
   }
   if (kind_ == TokenizerKind::kBpe) {
     bpe_->Encode(vocab_, text, out);
+    return;
+  }
+  if (kind_ == TokenizerKind::kWpm) {
+    wpm_->Encode(vocab_, text, out);
     return;
   }
   // SentencePiece adds a dummy space at the start of the text, which
@@ -159,6 +191,7 @@ std::vector<TokenId> Tokenizer::Encode(std::string_view text, bool add_special,
     }
   }
   if (add_special && vocab_.add_eos) out.push_back(vocab_.eos);
+  if (add_special && vocab_.add_sep) out.push_back(vocab_.sep);
   return out;
 }
 
@@ -170,6 +203,7 @@ std::string_view Tokenizer::PieceView(TokenId id, bool special) const {
 }
 
 std::string Tokenizer::Decode(std::span<const TokenId> ids, bool special) const {
+  if (kind_ == TokenizerKind::kWpm) return DecodeWordPiece(ids, special);
   std::string out;
   size_t i = 0;
   bool strip_space = vocab_.add_space_prefix;
@@ -185,6 +219,23 @@ std::string Tokenizer::Decode(std::span<const TokenId> ids, bool special) const 
     }
     out.append(piece);
   }
+  return out;
+}
+
+std::string Tokenizer::DecodeWordPiece(std::span<const TokenId> ids, bool special) const {
+  // Every word-start piece begins with a space; Hugging Face also writes
+  // special tokens as words of their own ("[CLS] hello [SEP]"). The space in
+  // front of the first word goes.
+  std::string out;
+  for (const TokenId id : ids) {
+    const std::string_view piece = PieceView(id, special);
+    if (piece.empty()) continue;
+    const TokenAttr a = vocab_.attrs[id];
+    if (a == TokenAttr::kControl || a == TokenAttr::kUnknown) out.push_back(' ');
+    out.append(piece);
+  }
+  if (!out.empty() && out[0] == ' ') out.erase(0, 1);
+  CleanUpTokenizationSpaces(&out);
   return out;
 }
 

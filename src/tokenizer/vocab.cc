@@ -154,12 +154,23 @@ Result<Vocab> Vocab::Load(const GgufMetadata& md, TokenizerKind kind, bool bpe_a
     v.unk = 0;
     v.add_bos = true;
     v.add_space_prefix = true;
+  } else if (kind == TokenizerKind::kWpm) {
+    v.bos = 101;  // [CLS]
+    v.unk = 100;
+    v.sep = 102;
+    v.pad = 0;
+    v.add_bos = true;
+    v.add_sep = true;
   } else {
     v.add_bos = bpe_add_bos;
   }
   PAGODA_RETURN_IF_ERROR(LoadSpecialIds(md, &v));
+  if (kind == TokenizerKind::kWpm && !md.Has("tokenizer.ggml.bos_token_id")) {
+    PAGODA_RETURN_IF_ERROR(LoadSpecialId(md, "tokenizer.ggml.cls_token_id", true, &v, &v.bos));
+  }
   PAGODA_ASSIGN_OR_RETURN(v.add_bos, md.GetBoolOr("tokenizer.ggml.add_bos_token", v.add_bos));
   PAGODA_ASSIGN_OR_RETURN(v.add_eos, md.GetBoolOr("tokenizer.ggml.add_eos_token", v.add_eos));
+  PAGODA_ASSIGN_OR_RETURN(v.add_sep, md.GetBoolOr("tokenizer.ggml.add_sep_token", v.add_sep));
   PAGODA_ASSIGN_OR_RETURN(v.add_space_prefix,
                           md.GetBoolOr("tokenizer.ggml.add_space_prefix", v.add_space_prefix));
   // A default that the vocabulary cannot honour is dropped; an explicit
@@ -174,6 +185,13 @@ Result<Vocab> Vocab::Load(const GgufMetadata& md, TokenizerKind kind, bool bpe_a
   if (v.add_eos && v.eos == kNoToken) {
     return InvalidArgument("'tokenizer.ggml.add_eos_token' is true but "
                            "'tokenizer.ggml.eos_token_id' is not set");
+  }
+  if (v.add_sep && v.sep == kNoToken) {
+    if (md.Has("tokenizer.ggml.add_sep_token")) {
+      return InvalidArgument("'tokenizer.ggml.add_sep_token' is true but "
+                             "'tokenizer.ggml.seperator_token_id' is not set");
+    }
+    v.add_sep = false;
   }
   BuildEog(&v);
   return v;

@@ -24,7 +24,7 @@ enum class TokenAttr : int32_t {  // tokenizer.ggml.token_type
   kUndefined = 0, kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6,
 };
 
-enum class TokenizerKind { kSpm, kBpe };
+enum class TokenizerKind { kSpm, kBpe, kWpm };
 
 // Transparent hash so lookups by string_view do not allocate.
 struct StringViewHash {
@@ -36,8 +36,11 @@ using TokenIndex = std::unordered_map<std::string, TokenId, StringViewHash, std:
 struct Vocab {
   // Reads the common keys. `kind` picks the llama.cpp defaults (SPM: BOS 1,
   // EOS 2, UNK 0, add BOS, space prefix; BPE: none of these, except that
-  // `bpe_add_bos` says whether the pre-tokenizer family adds BOS by default).
-  // The add_*_token / add_space_prefix keys override. Errors name the key.
+  // `bpe_add_bos` says whether the pre-tokenizer family adds BOS by default;
+  // WordPiece: BOS = [CLS] 101, UNK 100, SEP 102, PAD 0, add BOS and SEP, no
+  // EOS; tokenizer.ggml.cls_token_id, written by older converters, stands in
+  // for a missing bos_token_id). The add_*_token / add_space_prefix keys
+  // override. Errors name the key.
   static Result<Vocab> Load(const GgufMetadata& md, TokenizerKind kind, bool bpe_add_bos = false);
 
   int32_t size() const { return static_cast<int32_t>(texts.size()); }
@@ -58,6 +61,7 @@ struct Vocab {
   TokenId sep = kNoToken, pad = kNoToken;
   bool add_bos = false;
   bool add_eos = false;
+  bool add_sep = false;  // append `sep` after EOS (BERT's [SEP])
   bool add_space_prefix = false;
   std::unordered_set<TokenId> eog;
 };

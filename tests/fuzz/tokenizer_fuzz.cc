@@ -5,7 +5,10 @@
 //    to NFC by default, when NFC leaves x unchanged (otherwise the decoded
 //    text is still valid UTF-8 when x is);
 //  - SPM with byte fallback, no special parsing: Decode(Encode(x)) == x;
-//  - StreamingDecoder output is valid UTF-8, and equals x when x is.
+//  - StreamingDecoder output is valid UTF-8, and equals x when x is;
+//  - WordPiece (lossy: lowercase, accents, [UNK]): ids in range, [CLS] ...
+//    [SEP] with add_special, and the decoded text is valid UTF-8 without a
+//    word-start mark (U+2581).
 // Built with clang under ASan + UBSan (tests/fuzz/CMakeLists.txt).
 #include <cstddef>
 #include <cstdint>
@@ -100,6 +103,29 @@ std::unique_ptr<Tokenizer> MakeBpe(const char* pre) {
   return Build(md);
 }
 
+// A tiny BERT WordPiece vocabulary as llama.cpp's converter writes one
+// (word starts marked with U+2581, continuations bare).
+std::unique_ptr<Tokenizer> MakeWpm() {
+  std::vector<std::string> tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+  std::vector<int32_t> types = {3, 3, 3, 3, 3};
+  const char* pieces[] = {"\xE2\x96\x81the", "\xE2\x96\x81" "a", "a", "e", "t", "he", "\xE2\x96\x81t",
+                          "\xE2\x96\x81,", "\xE2\x96\x81.", "\xE2\x96\x81'", "\xE2\x96\x81!", "s",
+                          "\xE2\x96\x81\xE4\xB8\xAD", "\xE2\x96\x81" "1", "2", "\xE2\x96\x81" "e",
+                          "\xE2\x96\x81\xCE\xB1", "ing", "[unused0]"};
+  for (const char* p : pieces) {
+    tokens.push_back(p);
+    types.push_back(1);
+  }
+  GgufMetadata md;
+  md.Set("tokenizer.ggml.model", "bert");
+  md.Set("tokenizer.ggml.tokens", GgufValue::StringArray(tokens));
+  md.Set("tokenizer.ggml.token_type", GgufValue::I32Array(types));
+  md.Set("tokenizer.ggml.unknown_token_id", uint32_t{1});
+  md.Set("tokenizer.ggml.cls_token_id", uint32_t{2});
+  md.Set("tokenizer.ggml.seperator_token_id", uint32_t{3});
+  return Build(md);
+}
+
 void CheckStreaming(const Tokenizer& tok, const std::vector<pagoda::TokenId>& ids,
                     const std::string& expect_if_valid, bool special) {
   pagoda::StreamingDecoder dec(tok, special);
@@ -124,6 +150,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const Tokenizer* const bpes[] = {MakeBpe("gpt-2").release(), MakeBpe("llama-bpe").release(),
                                           MakeBpe("qwen2").release(), MakeBpe("deepseek-llm").release(),
                                           MakeBpe("deepseek-v3").release()};
+  static const Tokenizer* const wpm = MakeWpm().release();
   constexpr size_t kBpes = sizeof(bpes) / sizeof(bpes[0]);
   const std::string text(reinterpret_cast<const char*>(data), size);
 
@@ -160,6 +187,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Require(decoded == text, "BPE Decode(Encode(x)) == x");
     }
     CheckStreaming(bpe, ids, decoded, /*special=*/true);
+  }
+
+  for (bool parse_special : {false, true}) {
+    const auto ids = wpm->Encode(text, /*add_special=*/true, parse_special);
+    Require(ids.size() >= 2 && ids.front() == wpm->bos() && ids.back() == wpm->sep(),
+            "WPM [CLS] ... [SEP]");
+    for (pagoda::TokenId id : ids) Require(id >= 0 && id < wpm->vocab_size(), "WPM id range");
+    for (bool special : {false, true}) {
+      const std::string decoded = wpm->Decode(ids, special);
+      Require(pagoda::utf8::IsValid(decoded), "WPM decoded text is valid UTF-8");
+      Require(decoded.find("\xE2\x96\x81") == std::string::npos, "WPM decoded text has no U+2581");
+    }
   }
   return 0;
 }

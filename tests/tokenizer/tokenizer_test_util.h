@@ -127,4 +127,25 @@ inline GgufMetadata MakeBpeMetadata(const std::vector<std::string>& merges, cons
   return md;
 }
 
+// A tiny WordPiece vocabulary as llama.cpp's converter writes one: [PAD]
+// [UNK] [CLS] [SEP] [MASK] (ids 0-4, control), then `pieces` (normal), where
+// a word-start piece carries U+2581 and a continuation has no mark.
+inline GgufMetadata MakeWpmMetadata(const std::vector<std::string>& pieces) {
+  std::vector<std::string> tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+  std::vector<int32_t> types = {3, 3, 3, 3, 3};
+  for (const std::string& p : pieces) {
+    tokens.push_back(p);
+    types.push_back(1);
+  }
+  GgufMetadata md;
+  md.Set("tokenizer.ggml.model", "bert");
+  md.Set("tokenizer.ggml.tokens", GgufValue::StringArray(tokens));
+  md.Set("tokenizer.ggml.token_type", GgufValue::I32Array(types));
+  md.Set("tokenizer.ggml.unknown_token_id", uint32_t{1});
+  md.Set("tokenizer.ggml.cls_token_id", uint32_t{2});
+  md.Set("tokenizer.ggml.seperator_token_id", uint32_t{3});
+  md.Set("tokenizer.ggml.padding_token_id", uint32_t{0});
+  return md;
+}
+
 }  // namespace pagoda::testing

@@ -13,6 +13,7 @@ namespace {
 using ::testing::HasSubstr;
 using testing::MakeBpeMetadata;
 using testing::MakeSpmMetadata;
+using testing::MakeWpmMetadata;
 
 Status BuildError(const GgufMetadata& md) {
   auto tok = Tokenizer::FromMetadata(md);
@@ -91,7 +92,7 @@ TEST(VocabTest, UnknownPreTokenizerIsNamed) {
 
 TEST(VocabTest, UnsupportedAndUnknownModels) {
   GgufMetadata md = MakeSpmMetadata({"a"});
-  md.Set("tokenizer.ggml.model", "bert");
+  md.Set("tokenizer.ggml.model", "t5");
   EXPECT_EQ(BuildError(md).code(), StatusCode::kUnimplemented);
   md.Set("tokenizer.ggml.model", "klingon");
   EXPECT_EQ(BuildError(md).code(), StatusCode::kInvalidArgument);
@@ -113,6 +114,26 @@ TEST(VocabTest, DefaultsFollowTheTokenizerKind) {
   EXPECT_EQ(bpe->bos, kNoToken);
   EXPECT_FALSE(bpe->add_bos);
   EXPECT_FALSE(bpe->add_space_prefix);
+
+  // WordPiece: llama.cpp's BERT ids when the keys are absent (and fit).
+  std::vector<std::string> pieces;
+  for (int i = 0; i < 200; ++i) pieces.push_back("\xE2\x96\x81w" + std::to_string(i));
+  GgufMetadata bert = MakeWpmMetadata(pieces);
+  for (const char* key : {"tokenizer.ggml.unknown_token_id", "tokenizer.ggml.cls_token_id",
+                          "tokenizer.ggml.seperator_token_id", "tokenizer.ggml.padding_token_id"}) {
+    bert.Erase(key);
+  }
+  auto wpm = Vocab::Load(bert, TokenizerKind::kWpm);
+  ASSERT_TRUE(wpm.ok()) << wpm.status().ToString();
+  EXPECT_EQ(wpm->bos, 101);
+  EXPECT_EQ(wpm->unk, 100);
+  EXPECT_EQ(wpm->sep, 102);
+  EXPECT_EQ(wpm->pad, 0);
+  EXPECT_EQ(wpm->eos, kNoToken);
+  EXPECT_TRUE(wpm->add_bos);
+  EXPECT_TRUE(wpm->add_sep);
+  EXPECT_FALSE(wpm->add_eos);
+  EXPECT_FALSE(wpm->add_space_prefix);
 
   GgufMetadata no_prefix = MakeSpmMetadata({"a"});
   no_prefix.Set("tokenizer.ggml.add_space_prefix", false);
