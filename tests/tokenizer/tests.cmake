@@ -3,7 +3,8 @@
 # "tokenizer". They stay in the default run; `ctest -LE slow` skips them. The
 # source is named *_golden.cc so that the pagoda_tokenizer_tests glob
 # (*_test.cc) leaves it out.
-add_executable(pagoda_tokenizer_golden_tests ${CMAKE_CURRENT_LIST_DIR}/hf_import_golden.cc)
+add_executable(pagoda_tokenizer_golden_tests ${CMAKE_CURRENT_LIST_DIR}/hf_import_golden.cc
+               ${CMAKE_CURRENT_LIST_DIR}/chat_template_golden.cc)
 target_include_directories(pagoda_tokenizer_golden_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_definitions(pagoda_tokenizer_golden_tests PRIVATE
   PAGODA_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
