@@ -1,0 +1,340 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <string>
+
+#include "base/log.h"
+#include "sampling/logprobs.h"
+
+namespace pagoda {
+namespace {
+
+constexpr int32_t kMaxTopLogprobs = 20;
+
+double Seconds(EngineClock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions& options,
+                                               std::unique_ptr<SchedulerPolicy> policy) {
+  if (options.n_ctx < 2 || options.max_running < 1 || options.max_waiting < 1 ||
+      options.max_batch_tokens < 1 || options.max_n < 1 || options.block_size < 1) {
+    return InvalidArgument("engine options: n_ctx >= 2, and max_running, max_waiting, max_batch_tokens, "
+                           "max_n, block_size >= 1 are required");
+  }
+  PagedKvCacheOptions ko;
+  ko.n_seq_max = options.max_running;
+  ko.n_ctx = options.n_ctx;
+  ko.block_size = options.block_size;
+  ko.type = options.kv_type;
+  ko.prefix_caching = options.prefix_caching;
+  ko.memory_bytes = options.kv_memory_bytes;
+  if (ko.memory_bytes == 0) {
+    const int64_t blocks_per_seq = (options.n_ctx + options.block_size - 1) / options.block_size;
+    ko.memory_bytes = PagedKvCache::BlockBytes(model.kv_cache_spec(), options.kv_type, options.block_size) *
+                      blocks_per_seq * options.max_running;
+  }
+  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<PagedKvCache> kv, PagedKvCache::Create(model.kv_cache_spec(), ko));
+  return std::unique_ptr<Engine>(new Engine(model, options, std::move(kv), std::move(policy)));
+}
+
+Engine::Engine(Model& model, const EngineOptions& options, std::unique_ptr<PagedKvCache> kv,
+               std::unique_ptr<SchedulerPolicy> policy)
+    : model_(model),
+      options_(options),
+      kv_(std::move(kv)),
+      scheduler_(*kv_, std::move(policy), SchedulerOptions{options.max_batch_tokens}) {
+  logits_.resize(static_cast<size_t>(options_.max_running) * static_cast<size_t>(model_.n_vocab()));
+  work_.resize(static_cast<size_t>(model_.n_vocab()));
+}
+
+Engine::~Engine() { Stop(); }
+
+Status Engine::Validate(const EngineRequest& r) const {
+  const int64_t n_vocab = model_.n_vocab();
+  if (r.prompt.empty()) return InvalidArgument("the prompt is empty (no tokens)");
+  if (static_cast<int64_t>(r.prompt.size()) >= options_.n_ctx) {
+    return InvalidArgument("the prompt has " + std::to_string(r.prompt.size()) +
+                           " tokens, which does not leave room in a context of " + std::to_string(options_.n_ctx));
+  }
+  for (TokenId t : r.prompt) {
+    if (t < 0 || t >= n_vocab) return InvalidArgument("prompt token id " + std::to_string(t) + " is outside the vocabulary");
+  }
+  for (TokenId t : r.stop_tokens) {
+    if (t < 0 || t >= n_vocab) return InvalidArgument("stop token id " + std::to_string(t) + " is outside the vocabulary");
+  }
+  if (r.max_tokens <= 0) return InvalidArgument("max_tokens must be positive");
+  if (r.n < 1 || r.n > options_.max_n) {
+    return InvalidArgument("n must be in [1, " + std::to_string(options_.max_n) + "], got " + std::to_string(r.n));
+  }
+  if (r.n > options_.max_waiting) return InvalidArgument("n exceeds the engine's waiting queue");
+  if (r.top_logprobs < 0 || r.top_logprobs > kMaxTopLogprobs) {
+    return InvalidArgument("top_logprobs must be in [0, " + std::to_string(kMaxTopLogprobs) + "]");
+  }
+  return r.sampling.ValidateForVocab(static_cast<int32_t>(n_vocab));
+}
+
+Result<RequestHandle> Engine::Submit(EngineRequest request) {
+  PAGODA_RETURN_IF_ERROR(Validate(request));
+  const int32_t n_vocab = static_cast<int32_t>(model_.n_vocab());
+  auto group = std::make_shared<RequestGroup>();
+  group->channel = std::make_shared<RequestChannel>(request.id, request.n);
+  group->arrival = EngineClock::now();
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (int32_t i = 0; i < request.n; ++i) {
+    SamplingParams sp = request.sampling;
+    sp.seed += static_cast<uint64_t>(i);  // sequence 0 samples exactly as Generator does
+    PAGODA_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(sp, n_vocab));
+    auto s = std::make_unique<Sequence>();
+    s->index = i;
+    s->tokens = request.prompt;
+    s->tokens.reserve(request.prompt.size() + static_cast<size_t>(request.max_tokens));
+    s->n_prompt = static_cast<int32_t>(request.prompt.size());
+    s->sampler.emplace(std::move(sampler));
+    seqs.push_back(std::move(s));
+  }
+  group->request = std::move(request);
+  {
+    std::lock_guard lock(mu_);
+    if (!accepting_) return FailedPrecondition("the engine is shutting down");
+    if (n_waiting_ + static_cast<int64_t>(seqs.size()) > options_.max_waiting) {
+      ++rejected_;
+      return ResourceExhausted("the waiting queue is full (" + std::to_string(options_.max_waiting) + " sequences)");
+    }
+    for (auto& s : seqs) {
+      s->group = group;
+      s->arrival = next_arrival_++;
+      inbox_.push_back(std::move(s));
+    }
+    n_waiting_ += static_cast<int64_t>(seqs.size());
+  }
+  cv_.notify_one();
+  PAGODA_LOG(Debug) << "request " << group->request.id << " queued: " << group->request.prompt.size()
+                    << " prompt tokens, n=" << group->request.n;
+  return group->channel;
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(mu_);
+  EngineStats s = published_;
+  s.requests_rejected_total = rejected_;
+  s.requests_waiting = n_waiting_;
+  return s;
+}
+
+void Engine::Start() {
+  PAGODA_CHECK(!started_.exchange(true)) << "engine started twice";
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Engine::Stop(std::chrono::milliseconds drain_timeout) {
+  {
+    std::lock_guard lock(mu_);
+    accepting_ = false;
+    if (!stopping_) {
+      stopping_ = true;
+      drain_deadline_ = EngineClock::now() + drain_timeout;
+    }
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) {
+    thread_.join();
+  } else {
+    FailRemaining();  // never started: the caller is the thread that drove Step()
+  }
+}
+
+bool Engine::Step() {
+  PAGODA_CHECK(!started_.load()) << "Step() drives an engine that was not started";
+  return StepOnce();
+}
+
+void Engine::Loop() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      const bool idle = inbox_.empty() && scheduler_.idle();
+      if (stopping_ && (idle || EngineClock::now() >= drain_deadline_)) break;
+      if (idle) {
+        cv_.wait(lock, [&] { return stopping_ || !inbox_.empty(); });
+        continue;
+      }
+    }
+    StepOnce();
+  }
+  FailRemaining();
+}
+
+void Engine::FailRemaining() {
+  TakeInbox();
+  std::vector<Sequence*> left;
+  for (const auto* list : {&scheduler_.running(), &scheduler_.waiting()}) {
+    for (const auto& s : *list) left.push_back(s.get());
+  }
+  for (Sequence* s : left) {
+    FinishWithError(s, FinishReason::kError, FailedPrecondition("the engine stopped before the request finished"));
+  }
+  Publish();
+}
+
+bool Engine::StepOnce() {
+  TakeInbox();
+  ReapCancelledAndExpired(EngineClock::now());
+  const bool ran = RunBatch();
+  Publish();
+  return ran;
+}
+
+void Engine::TakeInbox() {
+  std::vector<std::unique_ptr<Sequence>> in;
+  {
+    std::lock_guard lock(mu_);
+    in.swap(inbox_);
+  }
+  for (auto& s : in) scheduler_.AddWaiting(std::move(s));
+}
+
+void Engine::ReapCancelledAndExpired(EngineClock::time_point now) {
+  std::vector<Sequence*> cancelled;
+  std::vector<Sequence*> expired;
+  for (const auto* list : {&scheduler_.running(), &scheduler_.waiting()}) {
+    for (const auto& s : *list) {
+      if (s->group->channel->cancelled()) {
+        cancelled.push_back(s.get());
+      } else if (s->request().deadline && now >= *s->request().deadline) {
+        expired.push_back(s.get());
+      }
+    }
+  }
+  for (Sequence* s : cancelled) FinishWithError(s, FinishReason::kCancelled, Status::Ok());
+  for (Sequence* s : expired) {
+    FinishWithError(s, FinishReason::kError, ResourceExhausted("the request's deadline passed after " +
+                                                                std::to_string(s->n_generated()) + " tokens"));
+  }
+}
+
+bool Engine::RunBatch() {
+  bool allow_admit = true;
+  for (;;) {
+    if (!scheduler_.Schedule(plan_, allow_admit)) return false;
+    const size_t n_logits = static_cast<size_t>(plan_.n_samples) * static_cast<size_t>(model_.n_vocab());
+    const Status st = model_.Forward(plan_.batch, *kv_, std::span<float>(logits_.data(), n_logits));
+    if (st.ok()) break;
+    if (st.code() != StatusCode::kResourceExhausted) {
+      PAGODA_LOG(Error) << "forward pass of " << plan_.batch.size() << " tokens failed: " << st.ToString();
+      std::vector<Sequence*> failed;
+      for (const ScheduledChunk& c : plan_.chunks) failed.push_back(c.seq);
+      for (Sequence* s : failed) FinishWithError(s, FinishReason::kError, st);
+      return true;
+    }
+    // KV cache full: preempt by recompute and retry without admitting anyone.
+    if (scheduler_.running().size() <= 1) {
+      Sequence* s = scheduler_.running().front().get();
+      FinishWithError(s, FinishReason::kError,
+                      ResourceExhausted("the KV cache cannot hold the sequence (" +
+                                        std::to_string(s->tokens.size()) + " tokens)"));
+      continue;
+    }
+    Sequence* victim = scheduler_.PickVictim();
+    PAGODA_LOG(Debug) << "KV cache full: preempting request " << victim->request().id << " sequence "
+                      << victim->index << " (" << victim->tokens.size() << " tokens)";
+    scheduler_.Preempt(victim);
+    ++stats_.preemptions_total;
+    allow_admit = false;
+  }
+  scheduler_.Commit(plan_);
+  ++stats_.steps_total;
+  stats_.step_tokens_total += plan_.batch.size();
+  // Copy the pointers: finishing a sequence destroys it.
+  std::vector<ScheduledChunk> chunks = plan_.chunks;
+  int64_t row = 0;
+  for (const ScheduledChunk& c : chunks) {
+    NoteAdmitted(*c.seq);
+    if (!c.sample) continue;
+    SampleAndEmit(*c.seq, logits_.data() + row * model_.n_vocab());
+    ++row;
+  }
+  return true;
+}
+
+void Engine::NoteAdmitted(Sequence& s) {
+  if (s.admitted_once) return;
+  s.admitted_once = true;
+  stats_.prompt_tokens_total += s.n_prompt;
+  stats_.request_queue_time.Observe(Seconds(EngineClock::now() - s.group->arrival));
+}
+
+void Engine::SampleAndEmit(Sequence& s, const float* logits) {
+  const EngineRequest& r = s.request();
+  const std::span<const float> raw(logits, static_cast<size_t>(model_.n_vocab()));
+  std::copy(raw.begin(), raw.end(), work_.begin());
+  const TokenId id = s.sampler->Sample(work_, s.tokens, static_cast<size_t>(s.n_prompt));
+  EngineEvent ev;
+  ev.index = s.index;
+  ev.token = id;
+  if (r.logprobs || r.top_logprobs > 0) ev.logprob = TokenLogprobOf(raw, id);
+  if (r.top_logprobs > 0) ev.top_logprobs = TopLogprobs(raw, r.top_logprobs);
+  s.tokens.push_back(id);
+  ++stats_.generation_tokens_total;
+
+  const auto now = EngineClock::now();
+  if (!s.first_token_time) {
+    s.first_token_time = now;
+    stats_.time_to_first_token.Observe(Seconds(now - s.group->arrival));
+  } else {
+    stats_.inter_token_latency.Observe(Seconds(now - s.last_token_time));
+  }
+  s.last_token_time = now;
+
+  if (std::find(r.stop_tokens.begin(), r.stop_tokens.end(), id) != r.stop_tokens.end()) {
+    ev.finish = FinishReason::kStop;
+  } else if (!r.ignore_eog && options_.is_eog && options_.is_eog(id)) {
+    ev.finish = FinishReason::kEog;
+  } else if (s.n_generated() >= r.max_tokens || static_cast<int32_t>(s.tokens.size()) > options_.n_ctx) {
+    // As Generator: the last sampled token is never fed back, so n_ctx
+    // computed positions allow n_ctx + 1 tokens.
+    ev.finish = FinishReason::kLength;
+  }
+  if (ev.is_final()) {
+    Finish(&s, std::move(ev));
+  } else {
+    s.group->channel->Push(std::move(ev));
+  }
+}
+
+void Engine::FinishWithError(Sequence* s, FinishReason reason, Status error) {
+  EngineEvent ev;
+  ev.index = s->index;
+  ev.finish = reason;
+  ev.error = std::move(error);
+  Finish(s, std::move(ev));
+}
+
+void Engine::Finish(Sequence* s, EngineEvent ev) {
+  ev.usage.tokens_prompt = s->n_prompt;
+  ev.usage.tokens_cached = s->n_cached;
+  ev.usage.tokens_completion = s->n_generated();
+  switch (ev.finish) {
+    case FinishReason::kCancelled: ++stats_.requests_cancelled_total; break;
+    case FinishReason::kError: ++stats_.requests_failed_total; break;
+    default: ++stats_.requests_finished_total; break;
+  }
+  stats_.e2e_request_latency.Observe(Seconds(EngineClock::now() - s->group->arrival));
+  PAGODA_LOG(Debug) << "request " << s->request().id << " sequence " << s->index << " finished ("
+                    << FinishReasonName(ev.finish) << "): " << ev.usage.tokens_prompt << " prompt, "
+                    << ev.usage.tokens_cached << " cached, " << ev.usage.tokens_completion << " completion tokens";
+  std::unique_ptr<Sequence> owned = scheduler_.Remove(s);
+  owned->group->channel->Push(std::move(ev));
+}
+
+void Engine::Publish() {
+  stats_.requests_running = static_cast<int64_t>(scheduler_.running().size());
+  stats_.kv_usage = kv_->usage();
+  stats_.prefix_cache_queries = kv_->prefix_cache().stats().tokens_queried;
+  stats_.prefix_cache_hits = kv_->prefix_cache().stats().tokens_hit;
+  std::lock_guard lock(mu_);
+  n_waiting_ = static_cast<int64_t>(inbox_.size() + scheduler_.waiting().size());
+  published_ = stats_;
+}
+
+}  // namespace pagoda

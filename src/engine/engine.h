@@ -1,0 +1,123 @@
+// Engine: the batching inference loop. It owns the paged KV cache, the
+// scheduler and one engine thread that runs the model; other threads
+// (HTTP handlers) hand it requests through Submit and read each request's
+// events from its RequestChannel.
+//
+// Threading: Submit, stats and Stop may be called from any thread. Every
+// other piece of state (scheduler, KV cache, samplers, the model) belongs to
+// the engine thread. Without Start, a test or a single-threaded program
+// drives the loop itself with Step().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/engine_request.h"
+#include "engine/engine_stats.h"
+#include "engine/request_channel.h"
+#include "engine/scheduler.h"
+#include "model/model.h"
+#include "model/paged_kv_cache.h"
+
+namespace pagoda {
+
+struct EngineOptions {
+  int32_t n_ctx = 2048;            // positions one sequence may reach
+  int32_t max_running = 16;        // sequences in the KV cache at once
+  int32_t max_waiting = 256;       // queued sequences before Submit answers ResourceExhausted
+  int32_t max_batch_tokens = 512;  // token budget of one step (chunked prefill)
+  int32_t max_n = 16;              // largest EngineRequest::n accepted
+  // KV pool budget; 0: enough for max_running sequences of n_ctx positions.
+  int64_t kv_memory_bytes = 0;
+  int32_t block_size = 16;
+  KvType kv_type = KvType::kF16;
+  bool prefix_caching = true;
+  // Which ids end generation (the tokenizer's IsEog); may be empty.
+  std::function<bool(TokenId)> is_eog;
+};
+
+class Engine {
+ public:
+  // `model` must outlive the engine. policy: nullptr for FCFS.
+  static Result<std::unique_ptr<Engine>> Create(Model& model, const EngineOptions& options,
+                                                std::unique_ptr<SchedulerPolicy> policy = nullptr);
+  ~Engine();  // Stop() with no drain time
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Any thread. Validates and queues a request. Errors: InvalidArgument (bad
+  // prompt, prompt too long for the context, bad sampling parameters),
+  // ResourceExhausted (the waiting queue is full: answer 429),
+  // FailedPrecondition (the engine is stopping: answer 503).
+  Result<RequestHandle> Submit(EngineRequest request);
+  // Any thread: the counters as of the last step.
+  EngineStats stats() const;
+
+  // Starts the engine thread.
+  void Start();
+  // Any thread but the engine's. Stops admitting new requests, lets queued
+  // and running ones finish for up to drain_timeout, then ends the rest with
+  // an error (FailedPrecondition) and joins the engine thread.
+  void Stop(std::chrono::milliseconds drain_timeout = std::chrono::milliseconds(0));
+
+  // Without Start only: runs one step (cancellations and deadlines, then one
+  // forward pass); false when there was nothing to run.
+  bool Step();
+
+  // Engine thread (or a test driving Step) only.
+  const PagedKvCache& kv_cache() const { return *kv_; }
+  const Scheduler& scheduler() const { return scheduler_; }
+  const EngineOptions& options() const { return options_; }
+
+ private:
+  Engine(Model& model, const EngineOptions& options, std::unique_ptr<PagedKvCache> kv,
+         std::unique_ptr<SchedulerPolicy> policy);
+  Status Validate(const EngineRequest& r) const;
+  void Loop();
+  bool StepOnce();
+  // Ends every queued and running sequence with an error (the engine stopped).
+  void FailRemaining();
+  void TakeInbox();
+  void ReapCancelledAndExpired(EngineClock::time_point now);
+  // Runs one forward pass, preempting on a full KV cache; false when idle.
+  bool RunBatch();
+  void NoteAdmitted(Sequence& s);
+  void SampleAndEmit(Sequence& s, const float* logits);
+  // Sends the sequence's final event and removes it.
+  void Finish(Sequence* s, EngineEvent event);
+  void FinishWithError(Sequence* s, FinishReason reason, Status error);
+  void Publish();
+
+  Model& model_;
+  const EngineOptions options_;
+  std::unique_ptr<PagedKvCache> kv_;
+  Scheduler scheduler_;
+  StepPlan plan_;
+  std::vector<float> logits_;  // [max_running, n_vocab]
+  std::vector<float> work_;    // [n_vocab]
+  EngineStats stats_;          // engine thread's copy
+
+  // Shared with Submit / Stop / stats.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Sequence>> inbox_;
+  int64_t n_waiting_ = 0;  // inbox + scheduler's waiting, as of the last hand-over
+  uint64_t next_arrival_ = 0;
+  bool accepting_ = true;
+  bool stopping_ = false;
+  EngineClock::time_point drain_deadline_;
+  int64_t rejected_ = 0;
+  EngineStats published_;
+  std::thread thread_;
+  std::atomic<bool> started_{false};
+};
+
+}  // namespace pagoda

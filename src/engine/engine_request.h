@@ -1,0 +1,75 @@
+// EngineRequest and EngineEvent: what the server hands the engine and what
+// the engine streams back, as plain values. A request is already tokenized;
+// the engine never sees prompt text (so none can reach a log).
+// Built on any thread, moved into Engine::Submit; events are produced on the
+// engine thread and read through a RequestChannel (request_channel.h).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "sampling/logprobs.h"
+#include "sampling/sampling_params.h"
+
+namespace pagoda {
+
+struct EngineRequest {
+  std::string id;                  // for logs and the response; never the prompt
+  std::vector<TokenId> prompt;     // BOS included if wanted; non-empty, < n_ctx tokens
+  int32_t max_tokens = 128;        // > 0; generation also stops at the context size
+  SamplingParams sampling;         // sequence i of n samples with seed + i
+  std::vector<TokenId> stop_tokens;  // extra ids that end generation (finish kStop)
+  bool ignore_eog = false;         // keep going past end-of-generation tokens
+  // n > 1: n independent sequences over the same prompt, reported with their
+  // index. Sequences 1..n-1 are admitted once sequence 0 has filled the
+  // prompt's blocks, so with prefix caching they adopt them instead of
+  // recomputing.
+  int32_t n = 1;
+  bool logprobs = false;           // report the chosen token's log-probability
+  int32_t top_logprobs = 0;        // and the N most likely tokens, N in [0, 20]
+  std::string cache_salt;          // isolates prefix-cache entries (per tenant)
+  std::optional<std::chrono::steady_clock::time_point> deadline;  // finish with an error past it
+  // For scheduling policies (fair share, workload classes); FCFS only uses
+  // priority to pick a preemption victim.
+  int32_t priority = 0;            // higher is more important
+  std::string tenant;
+};
+
+enum class FinishReason : uint8_t {
+  kNone,       // not finished: a token event
+  kStop,       // a stop token (the event's token is that stop token)
+  kLength,     // max_tokens or the context size reached
+  kEog,        // an end-of-generation token (the event's token is it)
+  kCancelled,  // the consumer cancelled (client disconnect)
+  kError,      // see EngineEvent::error: deadline passed (ResourceExhausted), KV cache
+               // too small (ResourceExhausted), engine stopped (FailedPrecondition),
+               // model failure
+};
+const char* FinishReasonName(FinishReason r);
+
+// Token counts of one sequence (OpenAI usage; cached = prompt_tokens_details.cached_tokens).
+struct Usage {
+  int32_t tokens_prompt = 0;
+  int32_t tokens_cached = 0;      // prompt tokens adopted from the prefix cache
+  int32_t tokens_completion = 0;
+};
+
+struct EngineEvent {
+  int32_t index = 0;              // which of the request's n sequences
+  // The sampled token, or -1 on a final event without one (cancelled, error).
+  TokenId token = -1;
+  float logprob = 0;              // set when the request asked for logprobs
+  std::vector<TokenLogprob> top_logprobs;  // best first, top_logprobs of them
+  FinishReason finish = FinishReason::kNone;
+  Status error;                   // finish == kError
+  Usage usage;                    // set on the final event of the sequence
+
+  bool is_final() const { return finish != FinishReason::kNone; }
+  bool has_token() const { return token >= 0; }
+};
+
+}  // namespace pagoda

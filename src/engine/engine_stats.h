@@ -1,0 +1,57 @@
+// EngineStats: the engine's counters, gauges and latency histograms as one
+// value, for the server to render as Prometheus text (names follow vLLM's
+// vllm:* metrics: num_requests_running, kv_cache_usage_perc,
+// prefix_cache_queries / _hits, prompt_tokens_total, time_to_first_token_seconds ...).
+// The engine thread updates its own copy and publishes a snapshot after each
+// step; Engine::stats() returns that snapshot on any thread.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace pagoda {
+
+// Fixed upper bounds, in seconds; counts[i] counts observations <= bounds[i]
+// and > bounds[i-1] (not cumulative), counts.back() those above every bound.
+struct Histogram {
+  std::vector<double> bounds;
+  std::vector<int64_t> counts;  // bounds.size() + 1
+  double sum = 0;
+  int64_t count = 0;
+
+  Histogram() = default;
+  explicit Histogram(std::span<const double> upper_bounds);
+  void Observe(double seconds);
+};
+
+// Bucket bounds modelled on vLLM's for the same metrics.
+std::span<const double> TtftBuckets();
+std::span<const double> InterTokenBuckets();
+std::span<const double> RequestLatencyBuckets();  // e2e and queue time
+
+struct EngineStats {
+  // Gauges.
+  int64_t requests_running = 0;  // sequences holding a KV slot
+  int64_t requests_waiting = 0;  // sequences submitted or preempted, not yet admitted
+  double kv_usage = 0;           // blocks held by live sequences / all blocks (0-1)
+  // Counters.
+  int64_t prefix_cache_queries = 0;  // prompt tokens looked up (tokens)
+  int64_t prefix_cache_hits = 0;     // of those, served from cached blocks
+  int64_t prompt_tokens_total = 0;   // prompt tokens of admitted sequences (counted once each)
+  int64_t generation_tokens_total = 0;
+  int64_t requests_finished_total = 0;
+  int64_t requests_cancelled_total = 0;
+  int64_t requests_failed_total = 0;    // finished with an error (deadline, ...)
+  int64_t requests_rejected_total = 0;  // Submit refused: queue full
+  int64_t preemptions_total = 0;
+  int64_t steps_total = 0;
+  int64_t step_tokens_total = 0;        // tokens of all batches (vLLM iteration_tokens)
+  // Histograms (seconds).
+  Histogram time_to_first_token{TtftBuckets()};
+  Histogram inter_token_latency{InterTokenBuckets()};
+  Histogram e2e_request_latency{RequestLatencyBuckets()};
+  Histogram request_queue_time{RequestLatencyBuckets()};
+};
+
+}  // namespace pagoda

@@ -1,0 +1,147 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+namespace pagoda {
+namespace {
+
+int32_t CeilDiv(int32_t a, int32_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+Scheduler::Scheduler(PagedKvCache& kv, std::unique_ptr<SchedulerPolicy> policy, const SchedulerOptions& options)
+    : kv_(kv), policy_(policy ? std::move(policy) : std::make_unique<FcfsPolicy>()), options_(options) {
+  PAGODA_CHECK(options_.max_batch_tokens >= 1);
+  for (int32_t s = kv_.n_seq_max() - 1; s >= 0; --s) free_slots_.push_back(s);
+}
+
+void Scheduler::AddWaiting(std::unique_ptr<Sequence> seq) {
+  PAGODA_CHECK(seq->slot < 0);
+  waiting_.push_back(std::move(seq));
+}
+
+void Scheduler::AddChunk(StepPlan& plan, Sequence* s, int32_t n, int32_t& budget, int32_t& blocks) const {
+  const bool sample = n == s->n_pending();
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t p = s->n_computed + i;
+    plan.batch.Add(s->tokens[p], p, s->slot, sample && i + 1 == n);
+  }
+  plan.chunks.push_back(ScheduledChunk{s, s->n_computed, n, sample});
+  plan.n_samples += sample;
+  budget -= n;
+  blocks += kv_.BlocksToGrow(s->slot, s->n_computed + n);
+}
+
+bool Scheduler::Schedule(StepPlan& plan, bool allow_admit) {
+  plan.Clear();
+  int32_t budget = options_.max_batch_tokens;
+  int32_t blocks = 0;  // blocks the planned chunks take from the pool
+  // Decodes first, so running streams advance every step...
+  for (const auto& s : running_) {
+    if (budget > 0 && s->n_pending() == 1) AddChunk(plan, s.get(), 1, budget, blocks);
+  }
+  // ...then prompts already being computed, in admission order...
+  for (const auto& s : running_) {
+    if (budget > 0 && s->n_pending() > 1) AddChunk(plan, s.get(), std::min(s->n_pending(), budget), budget, blocks);
+  }
+  // ...then new sequences.
+  if (allow_admit) Admit(plan, budget, blocks);
+  return !plan.chunks.empty();
+}
+
+bool Scheduler::Blocked(const Sequence& s) const {
+  // Siblings wait for sequence 0 to fill the shared prompt's blocks.
+  return s.index > 0 && !s.group->prefix_ready && kv_.prefix_cache().enabled();
+}
+
+int32_t Scheduler::AdmissionBlocks(const Sequence& s, int32_t n) {
+  lookup_blocks_.clear();
+  lookup_hashes_.clear();
+  const int32_t bs = kv_.block_size();
+  const int32_t max_blocks = (static_cast<int32_t>(s.tokens.size()) - 1) / bs;
+  // Lookup takes no reference and counts nothing; AdoptPrefix does both.
+  const int32_t hit =
+      kv_.prefix_cache().Lookup(s.tokens, s.request().cache_salt, max_blocks, &lookup_blocks_, &lookup_hashes_);
+  int32_t idle = 0;
+  for (kv::BlockId b : lookup_blocks_) idle += kv_.pool().ref_count(b) == 0;
+  const int32_t begin = hit * bs;
+  const int32_t end = std::min<int32_t>(begin + n, static_cast<int32_t>(s.tokens.size()));
+  return idle + CeilDiv(end, bs) - hit;
+}
+
+void Scheduler::Admit(StepPlan& plan, int32_t& budget, int32_t& blocks) {
+  std::stable_sort(waiting_.begin(), waiting_.end(),
+                   [&](const auto& a, const auto& b) { return policy_->AdmitBefore(*a, *b); });
+  size_t i = 0;
+  while (i < waiting_.size() && budget > 0 && !free_slots_.empty()) {
+    Sequence& s = *waiting_[i];
+    if (Blocked(s)) {
+      ++i;
+      continue;
+    }
+    const int32_t need = AdmissionBlocks(s, budget);
+    // Head of line: a sequence that does not fit waits, and so do later
+    // ones (no starvation of long prompts). With nothing running it goes
+    // ahead anyway: the step's Prepare tells whether the pool can hold it.
+    if (blocks + need > kv_.pool().n_available() && !(running_.empty() && plan.chunks.empty())) break;
+    s.slot = free_slots_.back();
+    free_slots_.pop_back();
+    const int32_t adopted = kv_.AdoptPrefix(s.slot, s.tokens, s.request().cache_salt);
+    s.n_computed = adopted;
+    if (!s.admitted_once) s.n_cached = std::min(adopted, s.n_prompt);
+    running_.push_back(std::move(waiting_[i]));
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+    Sequence* r = running_.back().get();
+    AddChunk(plan, r, std::min(r->n_pending(), budget), budget, blocks);
+  }
+}
+
+void Scheduler::Commit(const StepPlan& plan) {
+  for (const ScheduledChunk& c : plan.chunks) {
+    Sequence& s = *c.seq;
+    s.n_computed += c.n;
+    kv_.CommitBlocks(s.slot, std::span<const int32_t>(s.tokens.data(), static_cast<size_t>(s.n_computed)),
+                     s.request().cache_salt);
+    if (s.index == 0 && s.n_computed >= s.n_prompt) s.group->prefix_ready = true;
+  }
+}
+
+Sequence* Scheduler::PickVictim() const {
+  if (running_.empty()) return nullptr;
+  std::vector<const Sequence*> r;
+  r.reserve(running_.size());
+  for (const auto& s : running_) r.push_back(s.get());
+  return running_[policy_->PickVictim(r)].get();
+}
+
+void Scheduler::ReleaseSlot(Sequence& s) {
+  if (s.slot < 0) return;
+  kv_.RemoveSequence(s.slot);
+  free_slots_.push_back(s.slot);
+  s.slot = -1;
+  s.n_computed = 0;
+}
+
+void Scheduler::Preempt(Sequence* seq) {
+  auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == seq; });
+  PAGODA_CHECK(it != running_.end()) << "preempting a sequence that is not running";
+  ReleaseSlot(*seq);
+  waiting_.push_back(std::move(*it));
+  running_.erase(it);
+}
+
+std::unique_ptr<Sequence> Scheduler::Remove(Sequence* seq) {
+  for (auto* list : {&running_, &waiting_}) {
+    auto it = std::find_if(list->begin(), list->end(), [&](const auto& p) { return p.get() == seq; });
+    if (it == list->end()) continue;
+    std::unique_ptr<Sequence> s = std::move(*it);
+    list->erase(it);
+    ReleaseSlot(*s);
+    if (s->index == 0) s->group->prefix_ready = true;
+    return s;
+  }
+  PAGODA_CHECK(false) << "removing an unknown sequence";
+  return nullptr;
+}
+
+}  // namespace pagoda

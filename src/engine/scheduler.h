@@ -1,0 +1,92 @@
+// Scheduler: builds each engine step (continuous batching with chunked
+// prefill). Every step is one Batch under a token budget: first the next
+// token of every decoding sequence, then chunks of partially computed
+// prompts, then newly admitted sequences in policy order, which first adopt
+// their prompt's cached prefix blocks. A long prompt is spread over several
+// steps, so it never stalls the running streams.
+// When the model's Prepare reports the KV cache full, the engine asks for a
+// victim and preempts it by recompute: its blocks are released and it waits
+// again with its generated tokens appended to its prompt (cached prefix
+// blocks make the resume cheap).
+// Owns the waiting and running sequences. Engine thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/scheduler_policy.h"
+#include "engine/sequence.h"
+#include "model/batch.h"
+#include "model/paged_kv_cache.h"
+
+namespace pagoda {
+
+struct SchedulerOptions {
+  int32_t max_batch_tokens = 512;  // token budget of one step
+};
+
+// Tokens [begin, begin + n) of seq->tokens go into the step; `sample`: the
+// chunk ends at the last token, whose logits are sampled.
+struct ScheduledChunk {
+  Sequence* seq = nullptr;
+  int32_t begin = 0;
+  int32_t n = 0;
+  bool sample = false;
+};
+
+struct StepPlan {
+  std::vector<ScheduledChunk> chunks;
+  Batch batch;
+  int32_t n_samples = 0;  // chunks with sample: logits rows, in chunk order
+  void Clear() {
+    chunks.clear();
+    batch.Clear();
+    n_samples = 0;
+  }
+};
+
+class Scheduler {
+ public:
+  Scheduler(PagedKvCache& kv, std::unique_ptr<SchedulerPolicy> policy, const SchedulerOptions& options);
+
+  void AddWaiting(std::unique_ptr<Sequence> seq);
+  // Fills `plan` with the next step; false when there is nothing to run.
+  // allow_admit = false keeps waiting sequences out (a retry after a preemption).
+  bool Schedule(StepPlan& plan, bool allow_admit = true);
+  // After a successful forward of `plan`: advances the sequences and
+  // registers their newly filled blocks in the prefix cache.
+  void Commit(const StepPlan& plan);
+  // The running sequence the policy gives up first; nullptr when none runs.
+  Sequence* PickVictim() const;
+  // Releases a running sequence's blocks and slot and puts it back among the waiting.
+  void Preempt(Sequence* seq);
+  // Removes a sequence (running or waiting) and releases its blocks and
+  // slot; returns it so the caller can report it.
+  std::unique_ptr<Sequence> Remove(Sequence* seq);
+
+  const std::vector<std::unique_ptr<Sequence>>& running() const { return running_; }
+  const std::vector<std::unique_ptr<Sequence>>& waiting() const { return waiting_; }
+  bool idle() const { return running_.empty() && waiting_.empty(); }
+
+ private:
+  void AddChunk(StepPlan& plan, Sequence* s, int32_t n, int32_t& budget, int32_t& blocks) const;
+  void Admit(StepPlan& plan, int32_t& budget, int32_t& blocks);
+  // Blocks a new sequence's first chunk of n tokens may take from the pool,
+  // counting cached blocks it would adopt that nobody holds now.
+  int32_t AdmissionBlocks(const Sequence& s, int32_t n);
+  bool Blocked(const Sequence& s) const;
+  void ReleaseSlot(Sequence& s);
+
+  PagedKvCache& kv_;
+  std::unique_ptr<SchedulerPolicy> policy_;
+  SchedulerOptions options_;
+  std::vector<std::unique_ptr<Sequence>> running_;
+  std::vector<std::unique_ptr<Sequence>> waiting_;
+  std::vector<int32_t> free_slots_;  // KV sequence ids, a stack
+  // Scratch.
+  std::vector<kv::BlockId> lookup_blocks_;
+  std::vector<kv::BlockHash> lookup_hashes_;
+};
+
+}  // namespace pagoda

@@ -1,0 +1,54 @@
+// Sequence: one generation stream inside the engine (a request with n > 1
+// has n of them, sharing a RequestGroup). Built by Engine::Submit on the
+// caller's thread and handed to the engine thread through its inbox; from
+// then on engine thread only: moved between the scheduler's waiting and
+// running lists, destroyed when finished.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/engine_request.h"
+#include "engine/request_channel.h"
+#include "sampling/sampler.h"
+
+namespace pagoda {
+
+using EngineClock = std::chrono::steady_clock;
+
+// What the sequences of one request share.
+struct RequestGroup {
+  EngineRequest request;
+  RequestHandle channel;
+  EngineClock::time_point arrival;
+  // Sequence 0 has computed the whole prompt (or finished): its full blocks
+  // are in the prefix cache, so its siblings may be admitted.
+  bool prefix_ready = false;
+};
+
+struct Sequence {
+  std::shared_ptr<RequestGroup> group;
+  int32_t index = 0;        // within the request's n
+  uint64_t arrival = 0;     // engine-wide submission order (FCFS key); kept across preemption
+  // Prompt, then generated tokens. After a preemption all of them are
+  // recomputed as one longer prompt; n_prompt stays the request's.
+  std::vector<TokenId> tokens;
+  int32_t n_prompt = 0;
+  int32_t n_computed = 0;   // positions in the KV cache
+  int32_t n_cached = 0;     // prompt tokens adopted at first admission (usage)
+  int32_t slot = -1;        // KV sequence id while running, else -1
+  bool admitted_once = false;
+  std::optional<Sampler> sampler;
+  std::optional<EngineClock::time_point> first_token_time;
+  EngineClock::time_point last_token_time;
+
+  const EngineRequest& request() const { return group->request; }
+  int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
+  // Tokens the next steps must compute before the next sample (>= 1 while running).
+  int32_t n_pending() const { return static_cast<int32_t>(tokens.size()) - n_computed; }
+};
+
+}  // namespace pagoda

@@ -1,0 +1,200 @@
+#include "engine/engine.h"
+
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "engine/engine_test_util.h"
+
+namespace pagoda::testing {
+namespace {
+
+TEST(EngineTest, CancellationFreesBlocksAtTheNextStep) {
+  FakeModel model;
+  auto engine = MakeEngine(model, FakeOptions());
+  auto h = engine->Submit(Greedy(Ramp(10), 50));
+  ASSERT_TRUE(h.ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(engine->Step());
+  EXPECT_GT(engine->kv_cache().usage(), 0.0);
+  (*h)->Cancel();
+  engine->Step();
+  EXPECT_EQ(engine->kv_cache().usage(), 0.0);
+  EXPECT_EQ(engine->stats().kv_usage, 0.0);
+  EXPECT_EQ(engine->stats().requests_running, 0);
+  std::vector<Outcome> out;
+  Drain(**h, out);
+  ASSERT_TRUE(out[0].finished);
+  EXPECT_EQ(out[0].final_event.finish, FinishReason::kCancelled);
+  EXPECT_EQ(out[0].final_event.usage.tokens_completion, 3);
+  EXPECT_TRUE((*h)->done());
+  EXPECT_EQ(engine->stats().requests_cancelled_total, 1);
+}
+
+TEST(EngineTest, CancelledBeforeAdmissionNeverRuns) {
+  FakeModel model;
+  auto engine = MakeEngine(model, FakeOptions());
+  auto h = engine->Submit(Greedy(Ramp(10), 5));
+  (*h)->Cancel();
+  EXPECT_FALSE(engine->Step());
+  EXPECT_TRUE(model.batches.empty());
+  auto e = (*h)->Pop();
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->finish, FinishReason::kCancelled);
+  EXPECT_FALSE((*h)->Pop().has_value());
+}
+
+TEST(EngineTest, FullWaitingQueueIsResourceExhausted) {
+  FakeModel model;
+  EngineOptions o = FakeOptions();
+  o.max_waiting = 3;
+  auto engine = MakeEngine(model, o);
+  ASSERT_TRUE(engine->Submit(Greedy(Ramp(4), 2)).ok());
+  EngineRequest two = Greedy(Ramp(4), 2);
+  two.n = 2;
+  ASSERT_TRUE(engine->Submit(two).ok());
+  auto full = engine->Submit(Greedy(Ramp(4), 2));
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(engine->stats().requests_rejected_total, 1);
+  EXPECT_EQ(engine->stats().requests_waiting, 3);
+  engine->Step();  // admits all three: room again
+  EXPECT_TRUE(engine->Submit(Greedy(Ramp(4), 2)).ok());
+}
+
+TEST(EngineTest, RejectsInvalidRequests) {
+  FakeModel model;
+  auto engine = MakeEngine(model, FakeOptions());
+  EXPECT_EQ(engine->Submit(Greedy({}, 2)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->Submit(Greedy(Ramp(128), 2)).status().code(), StatusCode::kInvalidArgument);  // n_ctx 128
+  EXPECT_EQ(engine->Submit(Greedy({1, 64}, 2)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->Submit(Greedy(Ramp(4), 0)).status().code(), StatusCode::kInvalidArgument);
+  EngineRequest r = Greedy(Ramp(4), 2);
+  r.top_logprobs = 21;
+  EXPECT_EQ(engine->Submit(r).status().code(), StatusCode::kInvalidArgument);
+  r = Greedy(Ramp(4), 2);
+  r.sampling.top_p = 0;
+  EXPECT_EQ(engine->Submit(r).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(EngineTest, PassedDeadlineFinishesWithAnError) {
+  FakeModel model;
+  auto engine = MakeEngine(model, FakeOptions());
+  EngineRequest r = Greedy(Ramp(6), 100);
+  r.deadline = EngineClock::now() + std::chrono::milliseconds(30);
+  auto h = engine->Submit(r);
+  ASSERT_TRUE(engine->Step());
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  engine->Step();
+  std::vector<Outcome> out;
+  Drain(**h, out);
+  ASSERT_TRUE(out[0].finished);
+  EXPECT_EQ(out[0].final_event.finish, FinishReason::kError);
+  EXPECT_FALSE(out[0].final_event.error.ok());
+  EXPECT_EQ(out[0].tokens.size(), 1u);
+  EXPECT_EQ(engine->kv_cache().usage(), 0.0);
+}
+
+TEST(EngineTest, StopTokenAndEogEndGeneration) {
+  FakeModel model;
+  const std::vector<int32_t> want = FakeModel::Greedy(Ramp(5), 8);
+  EngineOptions o = FakeOptions();
+  o.is_eog = [&](TokenId id) { return id == want[5]; };
+  auto engine = MakeEngine(model, o);
+  EngineRequest stop = Greedy(Ramp(5), 8);
+  stop.stop_tokens = {want[2]};
+  auto hs = engine->Submit(stop);
+  auto he = engine->Submit(Greedy(Ramp(5), 8));
+  EngineRequest ignore = Greedy(Ramp(5), 8);
+  ignore.ignore_eog = true;
+  auto hi = engine->Submit(ignore);
+  RunUntilIdle(*engine);
+  std::vector<Outcome> os, oe, oi;
+  Drain(**hs, os);
+  Drain(**he, oe);
+  Drain(**hi, oi);
+  EXPECT_EQ(os[0].final_event.finish, FinishReason::kStop);
+  EXPECT_EQ(os[0].tokens, std::vector<int32_t>(want.begin(), want.begin() + 3));
+  EXPECT_EQ(oe[0].final_event.finish, FinishReason::kEog);
+  EXPECT_EQ(oe[0].tokens, std::vector<int32_t>(want.begin(), want.begin() + 6));
+  EXPECT_EQ(oi[0].final_event.finish, FinishReason::kLength);
+  EXPECT_EQ(oi[0].tokens, want);
+}
+
+TEST(EngineTest, ReportsLogprobsOfTheRawLogits) {
+  FakeModel model;
+  auto engine = MakeEngine(model, FakeOptions());
+  EngineRequest r = Greedy(Ramp(5), 2);
+  r.logprobs = true;
+  r.top_logprobs = 3;
+  auto h = engine->Submit(r);
+  RunUntilIdle(*engine);
+  auto e = (*h)->Pop();
+  ASSERT_TRUE(e.has_value());
+  ASSERT_EQ(e->top_logprobs.size(), 3u);
+  EXPECT_EQ(e->top_logprobs[0].id, e->token);
+  EXPECT_FLOAT_EQ(e->top_logprobs[0].logprob, e->logprob);
+  EXPECT_LT(e->logprob, 0.0f);
+  EXPECT_GT(e->logprob, -1.0f);  // logit 4 against others <= 0
+}
+
+TEST(EngineTest, LengthStopsAtTheContextSizeAsGenerator) {
+  FakeModel model;
+  EngineOptions o = FakeOptions();
+  o.n_ctx = 12;
+  auto engine = MakeEngine(model, o);
+  auto h = engine->Submit(Greedy(Ramp(8), 100));
+  RunUntilIdle(*engine);
+  std::vector<Outcome> out;
+  Drain(**h, out);
+  EXPECT_EQ(out[0].final_event.finish, FinishReason::kLength);
+  EXPECT_EQ(out[0].tokens.size(), 5u);  // n_ctx + 1 tokens in all: the last is never fed back
+}
+
+TEST(EngineTest, ThreadServesConcurrentSubmittersAndDrainsOnStop) {
+  FakeModel model;
+  auto engine = MakeEngine(model, FakeOptions());
+  engine->Start();
+  std::vector<std::thread> clients;
+  std::vector<std::vector<int32_t>> got(8);
+  for (int i = 0; i < 8; ++i) {
+    clients.emplace_back([&, i] {
+      auto h = engine->Submit(Greedy(Ramp(5 + i, 3 * i), 6));
+      ASSERT_TRUE(h.ok()) << h.status().ToString();
+      while (auto e = (*h)->Pop()) {
+        if (e->has_token()) got[i].push_back(e->token);
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(got[i], FakeModel::Greedy(Ramp(5 + i, 3 * i), 6)) << i;
+  auto last = engine->Submit(Greedy(Ramp(5), 4));
+  ASSERT_TRUE(last.ok());
+  engine->Stop(std::chrono::seconds(10));  // drains: the queued request completes
+  std::vector<Outcome> out;
+  Drain(**last, out);
+  EXPECT_EQ(out[0].final_event.finish, FinishReason::kLength);
+  EXPECT_EQ(engine->Submit(Greedy(Ramp(5), 4)).status().code(), StatusCode::kFailedPrecondition);
+  const EngineStats s = engine->stats();
+  EXPECT_EQ(s.requests_finished_total, 9);
+  EXPECT_EQ(s.generation_tokens_total, 8 * 6 + 4);
+  EXPECT_EQ(s.time_to_first_token.count, 9);
+  EXPECT_EQ(s.e2e_request_latency.count, 9);
+  EXPECT_EQ(s.request_queue_time.count, 9);
+  EXPECT_EQ(s.inter_token_latency.count, 8 * 5 + 3);
+}
+
+TEST(EngineTest, StopWithoutDrainTimeEndsOpenRequestsWithAnError) {
+  FakeModel model;
+  auto engine = MakeEngine(model, FakeOptions());
+  auto h = engine->Submit(Greedy(Ramp(5), 50));
+  engine->Step();
+  engine->Stop();
+  std::vector<Outcome> out;
+  Drain(**h, out);
+  ASSERT_TRUE(out[0].finished);
+  EXPECT_EQ(out[0].final_event.finish, FinishReason::kError);
+  EXPECT_EQ(out[0].final_event.error.code(), StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace pagoda::testing
