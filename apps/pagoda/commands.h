@@ -11,5 +11,6 @@ int CmdBench(int argc, char** argv);
 int CmdMakeModel(int argc, char** argv);
 int CmdImportTokenizer(int argc, char** argv);
 int CmdTokenize(int argc, char** argv);
+int CmdServe(int argc, char** argv);
 
 }  // namespace pagoda::cli

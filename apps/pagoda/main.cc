@@ -20,6 +20,7 @@ const Command kCommands[] = {
     {"make-model", pagoda::cli::CmdMakeModel, "write a random-weight model (tests, benchmarks)"},
     {"import-tokenizer", pagoda::cli::CmdImportTokenizer, "build GGUF tokenizer metadata from a HF tokenizer.json"},
     {"tokenize", pagoda::cli::CmdTokenize, "print the token ids of a text"},
+    {"serve", pagoda::cli::CmdServe, "OpenAI-compatible HTTP server"},
 };
 
 void Usage(FILE* out) {

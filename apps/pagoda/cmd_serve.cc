@@ -1,0 +1,102 @@
+// pagoda serve: the OpenAI-compatible HTTP server (src/server) over one model.
+// Flags -> EngineOptions / ServeOptions; the listening address and the KV
+// capacity go to stderr. Prompts and keys are never logged.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "base/thread_pool.h"
+#include "cli_util.h"
+#include "commands.h"
+#include "model_loading.h"
+#include "server/openai_server.h"
+#include "tokenizer/chat_template.h"
+
+namespace pagoda::cli {
+namespace {
+
+// "536870912", "512MiB", "2GiB", "512M", "1.5G" (binary units).
+Result<int64_t> ParseBytes(const std::string& s) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    return InvalidArgument("--kv-cache-memory: expected bytes like 536870912 or 512MiB, got '" + s + "'");
+  }
+  std::string unit = s.substr(used);
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
+  double mul = 1;
+  if (unit.empty() || unit == "b") mul = 1;
+  else if (unit == "k" || unit == "kib" || unit == "kb") mul = 1024.0;
+  else if (unit == "m" || unit == "mib" || unit == "mb") mul = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gib" || unit == "gb") mul = 1024.0 * 1024 * 1024;
+  else return InvalidArgument("--kv-cache-memory: unknown unit '" + unit + "'");
+  if (!(v > 0)) return InvalidArgument("--kv-cache-memory must be positive");
+  return static_cast<int64_t>(v * mul);
+}
+
+}  // namespace
+
+int CmdServe(int argc, char** argv) {
+  CLI::App app("OpenAI-compatible HTTP server (chat/completions, completions, models, metrics)", "serve");
+  std::string model_path, host = "127.0.0.1", api_key, kv_memory, model_name;
+  int port = 8000, threads = DefaultThreadCount(), http_threads = 2, drain_seconds = 30;
+  int32_t n_ctx = 0;
+  EngineOptions eo;
+  bool no_prefix_cache = false;
+  app.add_option("-m,--model", model_path, "GGUF model (default: the built-in random-weight demo model)");
+  app.add_option("--host", host, "address to listen on");
+  app.add_option("--port", port, "port (0: ephemeral)")->check(CLI::Range(0, 65535));
+  app.add_option("--api-key", api_key, "require 'Authorization: Bearer KEY' under /v1/");
+  app.add_option("--served-model-name", model_name, "model id in the API (default: the file's stem)");
+  app.add_option("-t,--threads", threads, "compute threads (default: all cores)");
+  app.add_option("--http-threads", http_threads, "HTTP I/O threads")->check(CLI::Range(1, 64));
+  app.add_option("-c,--ctx-size", n_ctx, "context size (default: min(training context, 4096))");
+  app.add_option("--kv-cache-memory", kv_memory, "KV cache budget, bytes or e.g. 512MiB (default: max-running x ctx)");
+  app.add_option("--max-batch-tokens", eo.max_batch_tokens, "token budget of one engine step")->check(CLI::PositiveNumber);
+  app.add_option("--max-running", eo.max_running, "sequences decoded together")->check(CLI::PositiveNumber);
+  app.add_option("--max-waiting", eo.max_waiting, "queued sequences before 429")->check(CLI::PositiveNumber);
+  app.add_flag("--no-prefix-cache", no_prefix_cache, "disable prefix caching");
+  app.add_option("--drain-timeout", drain_seconds, "seconds SIGTERM lets requests finish")->check(CLI::NonNegativeNumber);
+  if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
+  if (threads <= 0 || threads > 1024) return Fail("--threads must be between 1 and 1024");
+  if (!kv_memory.empty()) {
+    auto bytes = ParseBytes(kv_memory);
+    if (!bytes.ok()) return Fail(bytes.status());
+    eo.kv_memory_bytes = *bytes;
+  }
+  eo.prefix_caching = !no_prefix_cache;
+
+  ThreadPool pool(threads);
+  auto loaded = LoadModelAndTokenizer(model_path, pool);
+  if (!loaded.ok()) return Fail(loaded.status());
+  Model& model = *loaded->model;
+  const int64_t ctx_train = model.config().n_ctx_train;
+  if (n_ctx <= 0) n_ctx = static_cast<int32_t>(std::min<int64_t>(ctx_train > 0 ? ctx_train : 4096, 4096));
+  eo.n_ctx = n_ctx;
+
+  server::ServeOptions so;
+  so.host = host;
+  so.port = static_cast<uint16_t>(port);
+  so.api_key = api_key;
+  so.model_id = !model_name.empty() ? model_name : std::filesystem::path(loaded->file->path()).stem().string();
+  so.io_threads = http_threads;
+  so.drain_timeout = std::chrono::seconds(drain_seconds);
+  const std::string tmpl = ChatTemplateSource(loaded->file->metadata());
+  auto srv = server::OpenAiServer::Create(model, *loaded->tokenizer, tmpl, eo, so);
+  if (!srv.ok()) return Fail(srv.status());
+  if (Status s = (*srv)->Start(); !s.ok()) return Fail(s);
+  std::fprintf(stderr, "pagoda: serving %s (%s, ctx %d) on http://%s:%u; KV cache %lld tokens; %d threads%s\n",
+               so.model_id.c_str(), model.config().arch.c_str(), n_ctx, host.c_str(), (*srv)->port(),
+               static_cast<long long>((*srv)->kv_capacity_tokens()), threads,
+               api_key.empty() ? "" : "; API key required");
+  std::fflush(stderr);
+  (*srv)->RunUntilSignal();
+  std::fprintf(stderr, "pagoda: server stopped\n");
+  return 0;
+}
+
+}  // namespace pagoda::cli

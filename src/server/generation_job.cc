@@ -1,0 +1,234 @@
+#include "server/generation_job.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "api/api_error.h"
+#include "server/error_mapping.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::server {
+
+struct GenerationJob::Choice {
+  Choice(const Tokenizer& tok, std::vector<std::string> stop) : decoder(tok), stopper(std::move(stop)) {}
+  int index = 0;
+  int prompt = 0;
+  StreamingDecoder decoder;
+  StopMatcher stopper;
+  std::string text;                             // non-stream: everything; stream: unused
+  std::vector<api::TokenLogprob> logprobs;      // non-stream: all; stream: not yet sent
+  int64_t sent_bytes = 0;                       // stream: text bytes sent (text offsets)
+  int64_t completion_tokens = 0;
+  bool done = false;                            // finished (stop string, EOG, length)
+  bool final_seen = false;                      // the engine's final event arrived
+  api::FinishReason finish = api::FinishReason::kStop;
+};
+
+std::optional<api::ApiError> GenerationJob::Start(ServeContext& ctx, std::vector<EngineRequest> requests,
+                                                  JobSpec spec, std::unique_ptr<ResponseFormat> format,
+                                                  std::shared_ptr<http::ResponseWriter> writer) {
+  auto job = std::make_shared<GenerationJob>(ctx, std::move(spec), std::move(format), std::move(writer));
+  for (auto& r : requests) {
+    job->prompt_tokens_.push_back(static_cast<int64_t>(r.prompt.size()));
+    job->cached_tokens_.push_back(0);
+    auto handle = ctx.engine->Submit(std::move(r));
+    if (!handle.ok()) {
+      job->CancelAll();
+      return ApiErrorFromStatus(handle.status());
+    }
+    job->handles_.push_back(*handle);
+  }
+  job->Attach();
+  return std::nullopt;
+}
+
+GenerationJob::GenerationJob(ServeContext& ctx, JobSpec spec, std::unique_ptr<ResponseFormat> format,
+                             std::shared_ptr<http::ResponseWriter> writer)
+    : ctx_(ctx), spec_(std::move(spec)), format_(std::move(format)), writer_(std::move(writer)) {}
+
+void GenerationJob::Attach() {
+  self_ = shared_from_this();
+  const int n_prompts = static_cast<int>(handles_.size());
+  for (int p = 0; p < n_prompts; ++p) {
+    for (int k = 0; k < spec_.n; ++k) {
+      auto c = std::make_unique<Choice>(*ctx_.tokenizer, spec_.stop);
+      c->index = p * spec_.n + k;
+      c->prompt = p;
+      choices_.push_back(std::move(c));
+    }
+  }
+  std::weak_ptr<GenerationJob> weak = self_;
+  writer_->OnCancel([weak] {
+    if (auto job = weak.lock()) job->CancelAll();
+  });
+  if (spec_.stream) {
+    writer_->BeginSse();
+    for (auto& c : choices_) {
+      std::string begin = format_->StreamBegin(c->index);
+      if (!begin.empty()) writer_->SendSse(begin);
+      const std::string& prefix = spec_.prefixes.empty() ? std::string() : spec_.prefixes[c->prompt];
+      if (!prefix.empty()) {
+        writer_->SendSse(format_->StreamDelta(c->index, prefix, nullptr, 0));
+        c->sent_bytes = static_cast<int64_t>(prefix.size());
+      }
+    }
+  } else {
+    for (auto& c : choices_) {
+      if (!spec_.prefixes.empty()) c->text = spec_.prefixes[c->prompt];
+    }
+  }
+  // Notifications run on the engine thread: post only. From here on, the
+  // job's state belongs to the pump thread.
+  for (auto& h : handles_) h->SetNotify([weak] {
+    if (auto job = weak.lock()) job->ScheduleDrain();
+  });
+}
+
+void GenerationJob::CancelAll() {
+  for (auto& h : handles_) h->Cancel();
+}
+
+void GenerationJob::ScheduleDrain() {
+  if (drain_posted_.exchange(true)) return;
+  ctx_.pump->Post([job = shared_from_this()] {
+    job->drain_posted_.store(false);
+    job->Drain();
+  });
+}
+
+void GenerationJob::Drain() {
+  if (completed_) return;
+  for (int p = 0; p < static_cast<int>(handles_.size()); ++p) {
+    while (auto e = handles_[p]->TryPop()) OnEvent(p, *e);
+  }
+  if (!completed_ && finals_ == static_cast<int>(choices_.size())) Complete();
+}
+
+void GenerationJob::OnEvent(int prompt, EngineEvent& e) {
+  const int ci = prompt * spec_.n + e.index;
+  if (ci < 0 || ci >= static_cast<int>(choices_.size())) return;
+  Choice& c = *choices_[ci];
+  if (e.is_final()) {
+    c.final_seen = true;
+    ++finals_;
+    cached_tokens_[prompt] = std::max<int64_t>(cached_tokens_[prompt], e.usage.tokens_cached);
+  }
+  if (failed_ || c.done) return;
+  if (e.finish == FinishReason::kError) {
+    Fail(e.error);
+    return;
+  }
+  if (e.finish == FinishReason::kCancelled) {
+    // The client went away (or we cancelled after every choice stopped).
+    c.done = true;
+    return;
+  }
+  if (e.has_token()) {
+    ++c.completion_tokens;
+    const bool is_end_token = e.finish == FinishReason::kEog || e.finish == FinishReason::kStop;
+    if (!is_end_token) {
+      if (spec_.logprobs) {
+        api::TokenLogprob lp;
+        lp.bytes = std::string(ctx_.tokenizer->PieceView(e.token, true));
+        lp.logprob = e.logprob;
+        for (const auto& t : e.top_logprobs) {
+          lp.top.push_back({std::string(ctx_.tokenizer->PieceView(t.id, true)), t.logprob});
+        }
+        c.logprobs.push_back(std::move(lp));
+      }
+      EmitText(c, c.decoder.Push(e.token));
+    }
+  }
+  if (c.done) return;  // a stop string ended it
+  if (e.is_final()) {
+    EmitText(c, c.decoder.Flush());
+    if (c.done) return;
+    // The end: nothing more can complete a held-back partial stop string.
+    std::string rest = c.stopper.Flush();
+    if (!rest.empty() || (spec_.stream && !c.logprobs.empty())) {
+      if (spec_.stream) {
+        writer_->SendSse(format_->StreamDelta(c.index, rest, spec_.logprobs ? &c.logprobs : nullptr,
+                                              spec_.text_offset_starts[c.prompt] + c.sent_bytes));
+        c.logprobs.clear();
+        c.sent_bytes += static_cast<int64_t>(rest.size());
+      } else {
+        c.text += rest;
+      }
+    }
+    EndChoice(c, e.finish == FinishReason::kLength ? api::FinishReason::kLength : api::FinishReason::kStop);
+  }
+}
+
+void GenerationJob::EmitText(Choice& c, std::string_view decoded) {
+  std::string safe = c.stopper.Push(decoded);
+  if (spec_.stream) {
+    if (!safe.empty()) {
+      bool ok = writer_->SendSse(format_->StreamDelta(c.index, safe, spec_.logprobs ? &c.logprobs : nullptr,
+                                                      spec_.text_offset_starts[c.prompt] + c.sent_bytes));
+      c.logprobs.clear();
+      c.sent_bytes += static_cast<int64_t>(safe.size());
+      if (!ok) CancelAll();  // the client is gone
+    }
+  } else {
+    c.text += safe;
+  }
+  if (c.stopper.stopped()) {
+    EndChoice(c, api::FinishReason::kStop);
+    // Once every choice of this prompt has stopped, the engine may let go.
+    bool all_done = true;
+    for (auto& o : choices_) all_done = all_done && (o->prompt != c.prompt || o->done);
+    if (all_done) handles_[c.prompt]->Cancel();
+  }
+}
+
+void GenerationJob::EndChoice(Choice& c, api::FinishReason reason) {
+  c.done = true;
+  c.finish = reason;
+  if (spec_.stream) writer_->SendSse(format_->StreamFinish(c.index, reason));
+}
+
+void GenerationJob::Fail(const Status& error) {
+  failed_ = true;
+  CancelAll();
+  api::ApiError e = ApiErrorFromStatus(error);
+  if (e.status == 429) e.status = 503;  // in flight: deadline or KV too small, not a queue
+  if (spec_.stream) {
+    writer_->SendSse(e.ToJsonString());
+    writer_->SendSse(api::kSseDone);
+    writer_->EndSse();
+  } else {
+    writer_->Respond(ErrorResponse(e));
+  }
+}
+
+void GenerationJob::Complete() {
+  completed_ = true;
+  auto self = std::move(self_);  // released when this call returns
+  if (failed_) return;
+  api::Usage usage;
+  for (size_t p = 0; p < prompt_tokens_.size(); ++p) {
+    usage.prompt_tokens += prompt_tokens_[p];
+    usage.cached_tokens += cached_tokens_[p];
+  }
+  for (auto& c : choices_) usage.completion_tokens += c->completion_tokens;
+  if (spec_.stream) {
+    if (format_->include_usage()) writer_->SendSse(format_->StreamUsage(usage));
+    writer_->SendSse(api::kSseDone);
+    writer_->EndSse();
+    return;
+  }
+  std::vector<ChoiceOutput> out;
+  out.reserve(choices_.size());
+  for (auto& c : choices_) {
+    ChoiceOutput o;
+    o.index = c->index;
+    o.text = std::move(c->text);
+    o.finish = c->finish;
+    if (spec_.logprobs) o.logprobs = std::move(c->logprobs);
+    o.text_offset_start = spec_.text_offset_starts.empty() ? 0 : spec_.text_offset_starts[c->prompt];
+    out.push_back(std::move(o));
+  }
+  writer_->Respond(http::Response::Json(200, format_->Body(out, usage)));
+}
+
+}  // namespace pagoda::server

@@ -1,0 +1,94 @@
+#include "server/metrics_text.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace pagoda::server {
+namespace {
+
+std::string Number(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (std::isnan(v)) return "NaN";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// Label values escape backslash, quote and newline.
+std::string LabelValue(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+class Writer {
+ public:
+  explicit Writer(std::string_view model) : labels_("model_name=\"" + LabelValue(model) + "\"") {}
+
+  void Gauge(const char* name, const char* help, double v) { Scalar(name, "gauge", help, v); }
+  void Counter(const char* name, const char* help, double v) { Scalar(name, "counter", help, v); }
+
+  void Hist(const char* name, const char* help, const Histogram& h) {
+    Head(name, "histogram", help);
+    int64_t cumulative = 0;
+    for (size_t i = 0; i < h.bounds.size(); ++i) {
+      cumulative += i < h.counts.size() ? h.counts[i] : 0;
+      out_ += std::string("pagoda:") + name + "_bucket{" + labels_ + ",le=\"" + Number(h.bounds[i]) + "\"} " +
+              std::to_string(cumulative) + "\n";
+    }
+    out_ += std::string("pagoda:") + name + "_bucket{" + labels_ + ",le=\"+Inf\"} " + std::to_string(h.count) + "\n";
+    out_ += std::string("pagoda:") + name + "_sum{" + labels_ + "} " + Number(h.sum) + "\n";
+    out_ += std::string("pagoda:") + name + "_count{" + labels_ + "} " + std::to_string(h.count) + "\n";
+  }
+
+  std::string Take() { return std::move(out_); }
+
+ private:
+  void Head(const char* name, const char* type, const char* help) {
+    out_ += std::string("# HELP pagoda:") + name + " " + help + "\n";
+    out_ += std::string("# TYPE pagoda:") + name + " " + type + "\n";
+  }
+  void Scalar(const char* name, const char* type, const char* help, double v) {
+    Head(name, type, help);
+    out_ += std::string("pagoda:") + name + "{" + labels_ + "} " + Number(v) + "\n";
+  }
+
+  std::string labels_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string RenderPrometheus(const EngineStats& s, std::string_view model_name) {
+  Writer w(model_name);
+  w.Gauge("num_requests_running", "Sequences holding KV cache blocks.", static_cast<double>(s.requests_running));
+  w.Gauge("num_requests_waiting", "Sequences waiting to be scheduled.", static_cast<double>(s.requests_waiting));
+  w.Gauge("kv_cache_usage_perc", "KV cache usage; 1 means 100 percent.", s.kv_usage);
+  w.Counter("prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",
+            static_cast<double>(s.prefix_cache_queries));
+  w.Counter("prefix_cache_hits_total", "Prompt tokens served from the prefix cache.",
+            static_cast<double>(s.prefix_cache_hits));
+  w.Counter("prompt_tokens_total", "Prompt tokens processed.", static_cast<double>(s.prompt_tokens_total));
+  w.Counter("generation_tokens_total", "Tokens generated.", static_cast<double>(s.generation_tokens_total));
+  w.Counter("request_success_total", "Requests finished.", static_cast<double>(s.requests_finished_total));
+  w.Counter("request_cancelled_total", "Requests cancelled by the client.",
+            static_cast<double>(s.requests_cancelled_total));
+  w.Counter("request_failed_total", "Requests ended by an error.", static_cast<double>(s.requests_failed_total));
+  w.Counter("request_rejected_total", "Requests refused with a full queue.",
+            static_cast<double>(s.requests_rejected_total));
+  w.Counter("num_preemptions_total", "Sequences preempted for KV cache space.",
+            static_cast<double>(s.preemptions_total));
+  w.Counter("iteration_tokens_total", "Tokens of all batches.", static_cast<double>(s.step_tokens_total));
+  w.Hist("time_to_first_token_seconds", "Time to first token in seconds.", s.time_to_first_token);
+  w.Hist("inter_token_latency_seconds", "Time between output tokens in seconds.", s.inter_token_latency);
+  w.Hist("e2e_request_latency_seconds", "End-to-end request latency in seconds.", s.e2e_request_latency);
+  w.Hist("request_queue_time_seconds", "Time spent waiting in the queue in seconds.", s.request_queue_time);
+  return w.Take();
+}
+
+}  // namespace pagoda::server

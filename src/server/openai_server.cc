@@ -1,0 +1,115 @@
+#include "server/openai_server.h"
+
+#include "api/response_common.h"
+#include "http/auth.h"
+#include "http/server.h"
+#include "server/event_pump.h"
+#include "server/routes.h"
+#include "server/serve_context.h"
+
+namespace pagoda::server {
+
+struct OpenAiServer::State {
+  ServeContext ctx;
+  std::string api_key;
+  std::chrono::milliseconds drain_timeout{0};
+  // Destroyed in reverse: the HTTP server first, then the engine (whose
+  // notifications post to the pump), then the pump.
+  EventPump pump;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<http::Server> http;
+  bool started = false;
+  bool stopped = false;
+};
+
+Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const Tokenizer& tokenizer,
+                                                           const std::string& chat_template_source,
+                                                           EngineOptions engine, ServeOptions options) {
+  auto tmpl = ChatTemplate::Parse(chat_template_source);
+  if (!tmpl.ok()) return tmpl.status().WithContext("chat template");
+  if (!engine.is_eog) engine.is_eog = [&tokenizer](TokenId id) { return tokenizer.IsEog(id); };
+  auto eng = Engine::Create(model, engine);
+  if (!eng.ok()) return eng.status();
+
+  std::unique_ptr<OpenAiServer> server(new OpenAiServer());
+  server->state_ = std::make_unique<State>();
+  State& st = *server->state_;
+  st.engine = std::move(eng).value();
+  st.api_key = options.api_key;
+  st.drain_timeout = options.drain_timeout;
+  const PagedKvCache& kv = st.engine->kv_cache();  // safe: the engine thread has not started
+  server->kv_capacity_tokens_ = static_cast<int64_t>(kv.pool().n_blocks()) * kv.block_size();
+
+  ServeContext& ctx = st.ctx;
+  ctx.engine = st.engine.get();
+  ctx.tokenizer = &tokenizer;
+  ctx.chat_template = std::move(tmpl).value();
+  if (tokenizer.bos() >= 0) ctx.specials.bos_token = tokenizer.token_text(tokenizer.bos());
+  if (tokenizer.eos() >= 0) ctx.specials.eos_token = tokenizer.token_text(tokenizer.eos());
+  ctx.model_id = options.model_id;
+  ctx.created = api::UnixTimeNow();
+  ctx.n_ctx = engine.n_ctx;
+  ctx.limits = options.limits;
+  ctx.limits.max_n = std::min(ctx.limits.max_n, engine.max_n);
+  ctx.pump = &st.pump;
+
+  http::Router router;
+  AddChatRoutes(router, ctx);
+  AddCompletionRoutes(router, ctx);
+  AddModelRoutes(router, ctx);
+  AddMetricsRoutes(router, ctx);
+  AddTokenizeRoutes(router, ctx);
+  if (!st.api_key.empty()) {
+    router.AddGuard("/v1/", [key = st.api_key](const http::Request& r) { return http::RequireBearerToken(r, key); });
+  }
+  http::ServerOptions http_options;
+  http_options.address = options.host;
+  http_options.port = options.port;
+  http_options.io_threads = options.io_threads;
+  st.http = std::make_unique<http::Server>(http_options, std::move(router));
+  return server;
+}
+
+OpenAiServer::~OpenAiServer() {
+  if (state_) Shutdown(std::chrono::milliseconds(0));
+}
+
+Status OpenAiServer::Start() {
+  State& st = *state_;
+  st.engine->Start();
+  st.started = true;
+  st.ctx.ready.store(true);
+  Status s = st.http->Start();
+  if (!s.ok()) {
+    st.ctx.ready.store(false);
+    StopBackend();
+  }
+  return s;
+}
+
+uint16_t OpenAiServer::port() const { return state_->http->port(); }
+
+void OpenAiServer::RunUntilSignal() {
+  state_->http->RunUntilSignal(state_->drain_timeout);
+  Shutdown(std::chrono::milliseconds(0));
+}
+
+void OpenAiServer::Shutdown(std::chrono::milliseconds deadline) {
+  State& st = *state_;
+  if (st.stopped) return;
+  st.ctx.ready.store(false);
+  // The HTTP server waits for the streams in flight; the engine keeps running
+  // them meanwhile. At the deadline the rest are cancelled.
+  st.http->Shutdown(deadline);
+  StopBackend();
+}
+
+void OpenAiServer::StopBackend() {
+  State& st = *state_;
+  if (st.stopped) return;
+  st.stopped = true;
+  st.engine->Stop(std::chrono::milliseconds(0));
+  st.pump.Stop();
+}
+
+}  // namespace pagoda::server

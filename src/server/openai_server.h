@@ -1,0 +1,66 @@
+// OpenAiServer: `pagoda serve` as a library object. Wires one model's engine,
+// tokenizer and chat template to the HTTP server with the OpenAI-compatible
+// routes (routes.h), and runs the graceful shutdown: stop admitting, let
+// streams finish until a deadline, cancel the rest, stop the engine.
+// Thread safety: Create/Start/Shutdown/RunUntilSignal from one controlling
+// thread; port() and kv_capacity_tokens() from any.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "api/generation_options.h"
+#include "base/status.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::server {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;  // 0: ephemeral
+  std::string api_key;   // "": no authentication
+  std::string model_id = "pagoda";
+  int io_threads = 2;
+  // How long SIGTERM lets running requests and streams finish.
+  std::chrono::milliseconds drain_timeout{30'000};
+  api::RequestLimits limits;
+};
+
+class OpenAiServer {
+ public:
+  // `model` and `tokenizer` must outlive the server. chat_template_source:
+  // Jinja (ChatTemplateSource gives the GGUF's, or ChatML). engine.is_eog
+  // defaults to the tokenizer's IsEog.
+  static Result<std::unique_ptr<OpenAiServer>> Create(Model& model, const Tokenizer& tokenizer,
+                                                      const std::string& chat_template_source,
+                                                      EngineOptions engine, ServeOptions options);
+  ~OpenAiServer();  // Shutdown(0) if still running
+  OpenAiServer(const OpenAiServer&) = delete;
+  OpenAiServer& operator=(const OpenAiServer&) = delete;
+
+  // Starts the engine loop, then listens. Error: the address cannot be bound.
+  Status Start();
+  uint16_t port() const;
+  // Tokens the KV cache holds (all blocks), known from Create on.
+  int64_t kv_capacity_tokens() const { return kv_capacity_tokens_; }
+
+  // Blocks until SIGINT/SIGTERM, then Shutdown(options.drain_timeout).
+  void RunUntilSignal();
+  // Stops admitting, lets responses in flight finish until `deadline`,
+  // cancels the rest, stops the engine. Idempotent.
+  void Shutdown(std::chrono::milliseconds deadline);
+
+ private:
+  struct State;
+  OpenAiServer() = default;
+  void StopBackend();
+
+  std::unique_ptr<State> state_;
+  int64_t kv_capacity_tokens_ = 0;
+};
+
+}  // namespace pagoda::server

@@ -1,0 +1,79 @@
+#include "server/request_prep.h"
+
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+namespace pagoda::server {
+
+std::optional<api::ApiError> CheckModel(const ServeContext& ctx, const std::string& model) {
+  if (model.empty() || model == ctx.model_id) return std::nullopt;
+  return api::ModelNotFound(model);
+}
+
+api::ApiResult<std::vector<TokenId>> EncodeChat(const ServeContext& ctx, const std::vector<api::ChatMessage>& messages,
+                                                bool add_generation_prompt) {
+  nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
+  for (const auto& m : messages) {
+    nlohmann::ordered_json j;
+    j["role"] = api::ChatRoleName(m.role);
+    j["content"] = m.content;
+    if (m.name) j["name"] = *m.name;
+    if (m.tool_call_id) j["tool_call_id"] = *m.tool_call_id;
+    msgs.push_back(std::move(j));
+  }
+  auto text = ApplyChatTemplate(*ctx.chat_template, msgs, nullptr, add_generation_prompt, ctx.specials);
+  if (!text.ok()) {
+    // raise_exception() in a template is the template rejecting the conversation.
+    if (text.status().code() == StatusCode::kInvalidArgument) {
+      return api::InvalidValue("messages", "The chat template rejected the messages: " + text.status().message());
+    }
+    return api::ServerError("chat template failed: " + text.status().message());
+  }
+  const Tokenizer& tok = *ctx.tokenizer;
+  std::vector<TokenId> ids = tok.Encode(*text, /*add_special=*/false, /*parse_special=*/true);
+  if (tok.add_bos() && tok.bos() >= 0 && (ids.empty() || ids.front() != tok.bos())) {
+    ids.insert(ids.begin(), tok.bos());
+  }
+  if (ids.empty()) return api::InvalidValue("messages", "The messages render to an empty prompt.");
+  return ids;
+}
+
+api::ApiResult<std::vector<TokenId>> EncodeText(const ServeContext& ctx, const std::string& text) {
+  const Tokenizer& tok = *ctx.tokenizer;
+  std::vector<TokenId> ids = tok.Encode(text, /*add_special=*/true, /*parse_special=*/true);
+  if (ids.empty()) {
+    if (tok.bos() < 0) return api::InvalidValue("prompt", "The prompt is empty and the model has no BOS token.");
+    ids.push_back(tok.bos());
+  }
+  return ids;
+}
+
+EngineRequest MakeEngineRequest(const api::GenerationOptions& o, std::vector<TokenId> prompt, int64_t max_tokens,
+                                int top_logprobs, bool logprobs, const std::string& id) {
+  EngineRequest r;
+  r.id = id;
+  r.prompt = std::move(prompt);
+  r.max_tokens = static_cast<int32_t>(std::min<int64_t>(max_tokens, INT32_MAX));
+  r.n = o.n;
+  r.logprobs = logprobs;
+  r.top_logprobs = logprobs ? top_logprobs : 0;
+  SamplingParams& s = r.sampling;
+  s.temperature = static_cast<float>(o.temperature.value_or(1.0));
+  s.top_p = static_cast<float>(o.top_p.value_or(1.0));
+  s.top_k = std::max<int32_t>(0, o.top_k.value_or(0));
+  s.min_p = static_cast<float>(o.min_p.value_or(0.0));
+  s.presence_penalty = static_cast<float>(o.presence_penalty.value_or(0.0));
+  s.frequency_penalty = static_cast<float>(o.frequency_penalty.value_or(0.0));
+  s.repetition_penalty = static_cast<float>(o.repetition_penalty.value_or(1.0));
+  for (const auto& [tok, bias] : o.logit_bias) s.logit_bias[tok] = bias;
+  if (o.seed) {
+    s.seed = static_cast<uint64_t>(*o.seed);
+  } else {
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    s.seed = rng();
+  }
+  return r;
+}
+
+}  // namespace pagoda::server

@@ -1,0 +1,37 @@
+// From a parsed API request to engine requests: model-name check, prompt
+// encoding (chat template or raw text), token budget, and the mapping of the
+// OpenAI sampling fields to SamplingParams. Any thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/api_error.h"
+#include "api/chat_request.h"
+#include "api/generation_options.h"
+#include "engine/engine_request.h"
+#include "server/serve_context.h"
+
+namespace pagoda::server {
+
+inline constexpr const char* kSystemFingerprint = "fp_pagoda";
+
+// 404 model_not_found unless `model` is "" or the served model's name.
+std::optional<api::ApiError> CheckModel(const ServeContext& ctx, const std::string& model);
+
+// Renders `messages` with the chat template (generation prompt on) and
+// encodes it; BOS is added when the model wants one and the template did not.
+api::ApiResult<std::vector<TokenId>> EncodeChat(const ServeContext& ctx, const std::vector<api::ChatMessage>& messages,
+                                                bool add_generation_prompt = true);
+
+// A completion prompt's text with BOS as the model asks; BOS alone when empty.
+api::ApiResult<std::vector<TokenId>> EncodeText(const ServeContext& ctx, const std::string& text);
+
+// An engine request for one prompt: sampling from `options` (a random seed
+// when none was given), `n`, logprobs, max_tokens already resolved.
+EngineRequest MakeEngineRequest(const api::GenerationOptions& options, std::vector<TokenId> prompt,
+                                int64_t max_tokens, int top_logprobs, bool logprobs, const std::string& id);
+
+}  // namespace pagoda::server

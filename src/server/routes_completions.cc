@@ -1,0 +1,116 @@
+// POST /v1/completions: one engine request per prompt (text or token ids),
+// each with n choices; echo and logprobs as the legacy API defines them.
+#include <memory>
+#include <string>
+
+#include "api/completion_request.h"
+#include "api/completion_response.h"
+#include "api/json_text.h"
+#include "api/token_budget.h"
+#include "server/error_mapping.h"
+#include "server/generation_job.h"
+#include "server/request_prep.h"
+#include "server/routes.h"
+
+namespace pagoda::server {
+namespace {
+
+class CompletionFormat final : public ResponseFormat {
+ public:
+  CompletionFormat(std::string id, int64_t created, std::string model, bool include_usage)
+      : id_(id), created_(created), model_(model), stream_(id, created, model, kSystemFingerprint, include_usage) {}
+
+  std::string StreamBegin(int) const override { return {}; }
+  std::string StreamDelta(int index, std::string_view text, const std::vector<api::TokenLogprob>* logprobs,
+                          int64_t text_offset) const override {
+    if (logprobs == nullptr) return stream_.TextChunk(index, text);
+    api::CompletionLogprobs lp{*logprobs, text_offset};
+    return stream_.TextChunk(index, text, &lp);
+  }
+  std::string StreamFinish(int index, api::FinishReason reason) const override {
+    return stream_.FinishChunk(index, reason);
+  }
+  std::string StreamUsage(const api::Usage& usage) const override { return stream_.UsageChunk(usage); }
+  bool include_usage() const override { return stream_.include_usage(); }
+
+  std::string Body(const std::vector<ChoiceOutput>& choices, const api::Usage& usage) const override {
+    api::Completion c;
+    c.id = id_;
+    c.created = created_;
+    c.model = model_;
+    c.system_fingerprint = kSystemFingerprint;
+    for (const auto& o : choices) {
+      api::CompletionChoice ch;
+      ch.index = o.index;
+      ch.text = o.text;
+      ch.finish_reason = o.finish;
+      if (o.logprobs) ch.logprobs = api::CompletionLogprobs{*o.logprobs, o.text_offset_start};
+      c.choices.push_back(std::move(ch));
+    }
+    c.usage = usage;
+    return api::DumpJson(c.ToJson());
+  }
+
+ private:
+  std::string id_;
+  int64_t created_;
+  std::string model_;
+  api::CompletionStreamFormatter stream_;
+};
+
+void HandleCompletion(ServeContext& ctx, const http::Request& request, std::shared_ptr<http::ResponseWriter> writer) {
+  auto fail = [&](const api::ApiError& e) { writer->Respond(ErrorResponse(e)); };
+  auto req = api::ParseCompletionRequest(request.body, ctx.limits);
+  if (!req.ok()) return fail(req.error());
+  const api::GenerationOptions& o = req->options;
+  if (auto e = CheckModel(ctx, o.model)) return fail(*e);
+  if (auto e = api::CheckLogitBias(o, ctx.tokenizer->vocab_size())) return fail(*e);
+  if (req->echo && req->logprobs) {
+    // Prompt-token logprobs would need a prefill that reports them.
+    return fail(api::UnsupportedValue("echo", "echo together with logprobs is not supported."));
+  }
+  const std::string id = api::NewResponseId("cmpl");
+  const bool logprobs = req->logprobs.has_value();
+  std::vector<EngineRequest> requests;
+  JobSpec spec;
+  spec.stream = o.stream;
+  spec.logprobs = logprobs;
+  spec.stop = o.stop;
+  spec.n = o.n;
+  for (size_t i = 0; i < req->prompts.size(); ++i) {
+    const api::CompletionPrompt& p = req->prompts[i];
+    std::vector<TokenId> ids;
+    std::string text;
+    if (p.is_tokens) {
+      const std::string param = req->prompts.size() > 1 ? "prompt[" + std::to_string(i) + "]" : "prompt";
+      if (auto e = api::CheckTokenIds(p.tokens, ctx.tokenizer->vocab_size(), param)) return fail(*e);
+      ids = p.tokens;
+      text = ctx.tokenizer->Decode(ids);
+    } else {
+      auto enc = EncodeText(ctx, p.text);
+      if (!enc.ok()) return fail(enc.error());
+      ids = std::move(enc).value();
+      text = p.text;
+    }
+    auto max_tokens = api::ResolveMaxTokens(static_cast<int64_t>(ids.size()), o, ctx.n_ctx,
+                                            api::kCompletionDefaultMaxTokens, "prompt");
+    if (!max_tokens.ok()) return fail(max_tokens.error());
+    requests.push_back(MakeEngineRequest(o, std::move(ids), max_tokens.value(), req->logprobs.value_or(0), logprobs,
+                                         id + "-" + std::to_string(i)));
+    spec.prefixes.push_back(req->echo ? text : std::string());
+    spec.text_offset_starts.push_back(req->echo ? 0 : static_cast<int64_t>(text.size()));
+  }
+  auto format = std::make_unique<CompletionFormat>(id, api::UnixTimeNow(), ctx.model_id, o.include_usage);
+  if (auto e = GenerationJob::Start(ctx, std::move(requests), std::move(spec), std::move(format), writer)) fail(*e);
+}
+
+}  // namespace
+
+void AddCompletionRoutes(http::Router& router, ServeContext& ctx) {
+  router.Add("POST", "/v1/completions",
+             http::Handler([&ctx](const http::Request& r, std::shared_ptr<http::ResponseWriter> w) {
+               HandleCompletion(ctx, r, std::move(w));
+             }));
+}
+
+}  // namespace pagoda::server

@@ -1,0 +1,15 @@
+// GET /metrics: the engine's stats as Prometheus text.
+#include "server/metrics_text.h"
+#include "server/routes.h"
+
+namespace pagoda::server {
+
+void AddMetricsRoutes(http::Router& router, ServeContext& ctx) {
+  router.Add("GET", "/metrics", http::SyncHandler([&ctx](const http::Request&) {
+               http::Response r = http::Response::Text(200, RenderPrometheus(ctx.engine->stats(), ctx.model_id));
+               r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+               return r;
+             }));
+}
+
+}  // namespace pagoda::server

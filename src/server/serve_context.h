@@ -1,0 +1,33 @@
+// ServeContext: what every route handler borrows: the engine, the tokenizer,
+// the chat template, the served model's name and limits, and the pump that
+// turns engine events into responses. Owned by OpenAiServer; every member is
+// safe to use from any thread (the engine through Submit/stats only).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "api/generation_options.h"
+#include "engine/engine.h"
+#include "server/event_pump.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::server {
+
+struct ServeContext {
+  Engine* engine = nullptr;
+  const Tokenizer* tokenizer = nullptr;
+  std::optional<ChatTemplate> chat_template;  // set before the server starts
+  ChatTemplateSpecials specials;
+  std::string model_id;  // the name /v1/models lists and requests must use
+  int64_t created = 0;   // model card's `created`
+  int32_t n_ctx = 0;
+  api::RequestLimits limits;
+  EventPump* pump = nullptr;
+  std::atomic<bool> ready{false};  // the engine loop runs (health)
+};
+
+}  // namespace pagoda::server

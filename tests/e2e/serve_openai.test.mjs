@@ -1,0 +1,237 @@
+// End-to-end: the real `pagoda serve` on stories260K, driven by the official
+// openai npm client (v6). Usage: node serve_openai.test.mjs <pagoda binary> <model.gguf>
+// Exits 0 with "skipped" when node_modules or the model is absent.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const [bin, modelPath] = process.argv.slice(2);
+if (!existsSync(join(here, 'node_modules', 'openai'))) {
+  console.log('skipped: tests/e2e/node_modules is absent (run npm ci in tests/e2e)');
+  process.exit(0);
+}
+if (!modelPath || !existsSync(modelPath)) {
+  console.log(`skipped: test model ${modelPath} is absent`);
+  process.exit(0);
+}
+const { default: OpenAI } = await import('openai');
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+    s.on('error', reject);
+  });
+}
+
+const port = await freePort();
+const base = `http://127.0.0.1:${port}`;
+const proc = spawn(bin, ['serve', '-m', modelPath, '--port', String(port), '-t', '1', '--ctx-size', '512'],
+                   { stdio: ['ignore', 'inherit', 'inherit'] });
+let exited = false;
+proc.on('exit', () => { exited = true; });
+
+async function waitHealthy() {
+  for (let i = 0; i < 300; ++i) {
+    if (exited) throw new Error('pagoda serve exited early');
+    try { if ((await fetch(`${base}/health`)).status === 200) return; } catch {}
+    await new Promise(r => setTimeout(r, 100));
+  }
+  throw new Error('no /health 200 within 30 s');
+}
+
+async function metric(name) {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const line = text.split('\n').find(l => l.startsWith(`pagoda:${name}{`));
+  return line === undefined ? undefined : Number(line.split(' ').pop());
+}
+
+const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+const chatMsg = (content) => [{ role: 'user', content }];
+let model;
+
+test('models lists the served model', async () => {
+  const list = await client.models.list();
+  assert.equal(list.data.length, 1);
+  model = list.data[0].id;
+  assert.equal(model, 'stories260K');
+});
+
+test('chat non-streamed', async () => {
+  const r = await client.chat.completions.create({ model, messages: chatMsg('Once upon a time'), max_tokens: 16 });
+  assert.equal(r.object, 'chat.completion');
+  assert.equal(r.choices[0].message.role, 'assistant');
+  assert.equal(typeof r.choices[0].message.content, 'string');
+  assert.equal(r.usage.completion_tokens, 16);
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + 16);
+});
+
+test('chat streamed equals non-streamed (greedy) and reports usage', async () => {
+  const req = { model, messages: chatMsg('Lily went to the park'), max_tokens: 20, temperature: 0 };
+  const full = await client.chat.completions.create(req);
+  const stream = await client.chat.completions.create({ ...req, stream: true, stream_options: { include_usage: true } });
+  let text = '', finish = null, usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      text += c.delta.content ?? '';
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  assert.equal(text, full.choices[0].message.content);
+  assert.equal(finish, full.choices[0].finish_reason);
+  assert.equal(usage.completion_tokens, full.usage.completion_tokens);
+});
+
+test('completions non-streamed and streamed', async () => {
+  const req = { model, prompt: 'Once upon a time', max_tokens: 12, temperature: 0 };
+  const full = await client.completions.create(req);
+  assert.equal(full.object, 'text_completion');
+  let text = '';
+  for await (const chunk of await client.completions.create({ ...req, stream: true })) {
+    for (const c of chunk.choices) text += c.text;
+  }
+  assert.equal(text, full.choices[0].text);
+});
+
+test('n=2 gives two choices', async () => {
+  const r = await client.chat.completions.create({ model, messages: chatMsg('Tom'), max_tokens: 8, n: 2, seed: 5 });
+  assert.deepEqual(r.choices.map(c => c.index).sort(), [0, 1]);
+  assert.equal(r.usage.completion_tokens, 16);
+});
+
+test('stop strings end the text, also when streamed', async () => {
+  const req = { model, prompt: 'Once upon a time', max_tokens: 40, temperature: 0 };
+  const text = (await client.completions.create(req)).choices[0].text;
+  const stop = text.slice(5, 8);
+  const want = text.slice(0, text.indexOf(stop));
+  const r = await client.completions.create({ ...req, stop: [stop] });
+  assert.equal(r.choices[0].text, want);
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  let streamed = '';
+  for await (const chunk of await client.completions.create({ ...req, stop: [stop], stream: true })) {
+    for (const c of chunk.choices) streamed += c.text;
+  }
+  assert.equal(streamed, want);
+});
+
+test('seed makes sampling reproducible', async () => {
+  const req = { model, messages: chatMsg('The cat'), max_tokens: 24, temperature: 1, seed: 1234 };
+  const a = await client.chat.completions.create(req);
+  const b = await client.chat.completions.create(req);
+  assert.equal(a.choices[0].message.content, b.choices[0].message.content);
+});
+
+test('logprobs and top_logprobs', async () => {
+  const r = await client.chat.completions.create({ model, messages: chatMsg('Hi'), max_tokens: 5, logprobs: true,
+                                                   top_logprobs: 3 });
+  const content = r.choices[0].logprobs.content;
+  assert.ok(content.length >= 1);
+  for (const t of content) {
+    assert.ok(t.logprob <= 0);
+    assert.equal(t.top_logprobs.length, 3);
+  }
+  const c = await client.completions.create({ model, prompt: 'Hi', max_tokens: 4, logprobs: 2 });
+  assert.equal(c.choices[0].logprobs.tokens.length, 4);
+});
+
+test('a repeated long prefix is served from the prefix cache', async () => {
+  const long = 'Once upon a time there was a little girl named Lily who loved to play in the park with her dog. '.repeat(4);
+  await client.chat.completions.create({ model, messages: chatMsg(long), max_tokens: 2 });
+  const r = await client.chat.completions.create({ model, messages: chatMsg(long), max_tokens: 2 });
+  assert.ok(r.usage.prompt_tokens_details.cached_tokens > 0, JSON.stringify(r.usage));
+});
+
+test('16 concurrent streams all complete', async () => {
+  const runs = Array.from({ length: 16 }, async (_, i) => {
+    let finish = null, n = 0;
+    const s = await client.chat.completions.create({ model, messages: chatMsg(`Story ${i}`), max_tokens: 16,
+                                                     seed: i, stream: true });
+    for await (const chunk of s) for (const c of chunk.choices) { if (c.delta.content) ++n; finish ??= c.finish_reason; }
+    return finish;
+  });
+  const finishes = await Promise.all(runs);
+  assert.ok(finishes.every(f => f === 'length' || f === 'stop'), JSON.stringify(finishes));
+});
+
+test('cancelling mid-stream frees the KV cache', async () => {
+  const ac = new AbortController();
+  const s = await client.completions.create({ model, prompt: 'Once', max_tokens: 400, stream: true },
+                                            { signal: ac.signal });
+  let n = 0;
+  try {
+    for await (const _ of s) if (++n === 3) ac.abort();
+  } catch (e) {
+    if (!(e.name === 'AbortError' || e.constructor.name === 'APIUserAbortError')) throw e;
+  }
+  let usage = 1;
+  for (let i = 0; i < 100 && usage !== 0; ++i) {
+    await new Promise(r => setTimeout(r, 50));
+    usage = await metric('kv_cache_usage_perc');
+  }
+  assert.equal(usage, 0);
+  assert.ok((await metric('request_cancelled_total')) >= 1);
+});
+
+test('bad inputs give OpenAI error objects with 4xx', async () => {
+  const cases = [
+    [{ model, messages: [] }, 400],
+    [{ model: 'nope', messages: chatMsg('x') }, 404],
+    [{ model, messages: chatMsg('x'), temperature: 9 }, 400],
+    [{ model, messages: chatMsg('x'), max_tokens: 100000 }, 400],
+    [{ model, messages: chatMsg('x'), bogus_field: 1 }, 400],
+  ];
+  for (const [body, status] of cases) {
+    await assert.rejects(client.chat.completions.create(body), (e) => {
+      assert.equal(e.status, status, JSON.stringify(body));
+      assert.equal(typeof e.error?.message, 'string');
+      assert.ok('type' in e.error && 'param' in e.error && 'code' in e.error);
+      return true;
+    });
+  }
+});
+
+test('metrics expose vLLM-style names with cumulative histograms', async () => {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  for (const n of ['num_requests_running', 'num_requests_waiting', 'kv_cache_usage_perc',
+                   'prefix_cache_queries_total', 'prefix_cache_hits_total', 'prompt_tokens_total',
+                   'generation_tokens_total']) {
+    assert.ok(text.includes(`pagoda:${n}{`), n);
+  }
+  for (const h of ['time_to_first_token_seconds', 'inter_token_latency_seconds', 'e2e_request_latency_seconds',
+                   'request_queue_time_seconds']) {
+    const counts = text.split('\n').filter(l => l.startsWith(`pagoda:${h}_bucket{`)).map(l => Number(l.split(' ').pop()));
+    assert.ok(counts.length > 2, h);
+    for (let i = 1; i < counts.length; ++i) assert.ok(counts[i] >= counts[i - 1], `${h} not cumulative`);
+  }
+  assert.ok((await metric('prefix_cache_hits_total')) > 0);
+});
+
+let failed = 0;
+try {
+  await waitHealthy();
+  for (const t of tests) {
+    const t0 = Date.now();
+    try {
+      await t.fn();
+      console.log(`ok   ${t.name} (${Date.now() - t0} ms)`);
+    } catch (e) {
+      ++failed;
+      console.log(`FAIL ${t.name}: ${e.stack ?? e}`);
+    }
+  }
+} catch (e) {
+  ++failed;
+  console.log(`FAIL setup: ${e.stack ?? e}`);
+} finally {
+  proc.kill('SIGTERM');
+  await new Promise(r => { if (exited) r(); else proc.on('exit', r); setTimeout(r, 10000); });
+}
+console.log(failed ? `${failed} of ${tests.length} failed` : `all ${tests.length} passed`);
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,28 @@
+#include "server/metrics_text.h"
+
+#include <gtest/gtest.h>
+
+namespace pagoda::server {
+namespace {
+
+TEST(MetricsTextTest, HistogramBucketsAreCumulative) {
+  EngineStats s;
+  s.requests_running = 3;
+  s.time_to_first_token.Observe(0.0005);
+  s.time_to_first_token.Observe(1e9);
+  std::string text = RenderPrometheus(s, "m");
+  EXPECT_NE(text.find("pagoda:num_requests_running{model_name=\"m\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE pagoda:time_to_first_token_seconds histogram"), std::string::npos);
+  EXPECT_NE(text.find("pagoda:time_to_first_token_seconds_bucket{model_name=\"m\",le=\"+Inf\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("pagoda:time_to_first_token_seconds_count{model_name=\"m\"} 2\n"), std::string::npos);
+  // The first bucket holds the small observation, and every later finite one too.
+  std::string last = "pagoda:time_to_first_token_seconds_bucket{model_name=\"m\",le=\"";
+  const size_t inf_line = text.rfind('\n', text.find("le=\"+Inf\""));
+  size_t pos = text.rfind(last, inf_line);
+  ASSERT_NE(pos, std::string::npos);
+  EXPECT_EQ(text.substr(text.find("} ", pos) + 2, 1), "1");  // the largest finite bound: 1 of 2
+}
+
+}  // namespace
+}  // namespace pagoda::server
