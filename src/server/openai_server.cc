@@ -51,6 +51,7 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
   ctx.n_ctx = engine.n_ctx;
   ctx.limits = options.limits;
   ctx.limits.max_n = std::min(ctx.limits.max_n, engine.max_n);
+  ctx.max_waiting = engine.max_waiting;
   ctx.pump = &st.pump;
 
   http::Router router;

@@ -11,6 +11,15 @@ std::optional<api::ApiError> CheckModel(const ServeContext& ctx, const std::stri
   return api::ModelNotFound(model);
 }
 
+std::optional<api::ApiError> CheckQueueFits(const ServeContext& ctx, int64_t n_prompts, int n) {
+  const int64_t n_sequences = n_prompts * n;
+  if (n_sequences <= ctx.max_waiting) return std::nullopt;
+  std::string what = n_prompts > 1 ? std::to_string(n_prompts) + " prompts x n=" + std::to_string(n) + " need "
+                                   : "n=" + std::to_string(n) + " needs ";
+  return api::InvalidValue("n", what + std::to_string(n_sequences) + " sequences, more than the server queues (" +
+                                    std::to_string(ctx.max_waiting) + ").");
+}
+
 api::ApiResult<std::vector<TokenId>> EncodeChat(const ServeContext& ctx, const std::vector<api::ChatMessage>& messages,
                                                 bool add_generation_prompt) {
   nlohmann::ordered_json msgs = nlohmann::ordered_json::array();

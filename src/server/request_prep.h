@@ -21,6 +21,11 @@ inline constexpr const char* kSystemFingerprint = "fp_pagoda";
 // 404 model_not_found unless `model` is "" or the served model's name.
 std::optional<api::ApiError> CheckModel(const ServeContext& ctx, const std::string& model);
 
+// 400 invalid_value naming `n` when n_prompts x n sequences exceed the
+// engine's waiting queue: such a request could never be admitted, and a 429
+// would have the client retry forever.
+std::optional<api::ApiError> CheckQueueFits(const ServeContext& ctx, int64_t n_prompts, int n);
+
 // Renders `messages` with the chat template (generation prompt on) and
 // encodes it; BOS is added when the model wants one and the template did not.
 api::ApiResult<std::vector<TokenId>> EncodeChat(const ServeContext& ctx, const std::vector<api::ChatMessage>& messages,

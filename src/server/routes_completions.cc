@@ -69,6 +69,7 @@ void HandleCompletion(ServeContext& ctx, const http::Request& request, std::shar
     // Prompt-token logprobs would need a prefill that reports them.
     return fail(api::UnsupportedValue("echo", "echo together with logprobs is not supported."));
   }
+  if (auto e = CheckQueueFits(ctx, static_cast<int64_t>(req->prompts.size()), o.n)) return fail(*e);
   const std::string id = api::NewResponseId("cmpl");
   const bool logprobs = req->logprobs.has_value();
   std::vector<EngineRequest> requests;

@@ -26,6 +26,9 @@ struct ServeContext {
   int64_t created = 0;   // model card's `created`
   int32_t n_ctx = 0;
   api::RequestLimits limits;
+  // The engine's waiting-queue bound (--max-waiting): a request that needs
+  // more sequences than this could never be admitted, so it is a 400, not a 429.
+  int32_t max_waiting = 0;
   EventPump* pump = nullptr;
   std::atomic<bool> ready{false};  // the engine loop runs (health)
 };

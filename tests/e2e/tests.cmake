@@ -1,12 +1,22 @@
 # E2E: the real `pagoda serve` driven by the official openai npm client
 # (tests/e2e/package-lock.json; `npm ci` there, which scripts/setup --tests
-# runs). Skips (exit 0, "skipped") without node_modules or the test model.
+# runs). Each suite skips (exit 0, "skipped") without node_modules or the
+# test model. harness.mjs holds what the newer suites share.
+#   serve_openai      the routes through the client (chat, completions, n, stop, logprobs, ...)
+#   batch_invariance  16 concurrent greedy requests == `pagoda generate` alone, prefix cache on/off
+#   bad_input         every class of bad request: its 4xx and an OpenAI error object
+#   soak              PAGODA_SOAK_SECONDS (20) of valid, malformed and abandoned requests; no leaks
+#   pressure          tiny KV cache (preemption) and --max-waiting 1 (429 + Retry-After)
 find_program(PAGODA_NODE node)
 if(PAGODA_NODE)
-  add_test(NAME e2e_serve_openai
-           COMMAND ${PAGODA_NODE} ${CMAKE_CURRENT_LIST_DIR}/serve_openai.test.mjs
-                   $<TARGET_FILE:pagoda_cli> ${PAGODA_TESTDATA_DIR}/stories260K.gguf
-           WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
-  set_tests_properties(e2e_serve_openai PROPERTIES LABELS e2e TIMEOUT 300
-                       SKIP_REGULAR_EXPRESSION "^skipped:")
+  foreach(suite serve_openai batch_invariance bad_input soak pressure)
+    add_test(NAME e2e_${suite}
+             COMMAND ${PAGODA_NODE} ${CMAKE_CURRENT_LIST_DIR}/${suite}.test.mjs
+                     $<TARGET_FILE:pagoda_cli> ${PAGODA_TESTDATA_DIR}/stories260K.gguf
+             WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
+    set_tests_properties(e2e_${suite} PROPERTIES LABELS e2e TIMEOUT 300
+                         SKIP_REGULAR_EXPRESSION "^skipped:")
+  endforeach()
+  # Each starts its own servers on free ports; the soak wants the CPU to itself.
+  set_tests_properties(e2e_soak PROPERTIES RUN_SERIAL TRUE)
 endif()

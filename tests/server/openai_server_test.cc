@@ -34,8 +34,7 @@ class OpenAiServerTest : public ::testing::Test {
     auto model = LoadModel(file_, *pool_);
     ASSERT_TRUE(model.ok()) << model.status().message();
     model_ = std::move(model).value();
-    EngineOptions eo;
-    eo.n_ctx = 256;
+    EngineOptions eo = EngineConfig();
     ServeOptions so;
     so.port = 0;
     so.model_id = "stories260K";
@@ -51,6 +50,11 @@ class OpenAiServerTest : public ::testing::Test {
     if (server_) server_->Shutdown(std::chrono::milliseconds(2000));
   }
   virtual std::string ApiKey() const { return ""; }
+  virtual EngineOptions EngineConfig() const {
+    EngineOptions eo;
+    eo.n_ctx = 256;
+    return eo;
+  }
 
   json Post(const std::string& path, const json& body, int expect_status = 200) {
     auto r = client_->Send("POST", path, body.dump(), Headers());
@@ -195,6 +199,27 @@ TEST_F(OpenAiServerAuthTest, RequiresTheBearerTokenUnderV1) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(client_->Send("GET", "/health")->status, 200);
+}
+
+class OpenAiServerSmallQueueTest : public OpenAiServerTest {
+ protected:
+  EngineOptions EngineConfig() const override {
+    EngineOptions eo = OpenAiServerTest::EngineConfig();
+    eo.max_waiting = 2;
+    return eo;
+  }
+};
+
+TEST_F(OpenAiServerSmallQueueTest, RequestNeedingMoreSequencesThanTheQueueIs400NotA429) {
+  // 3 prompts x n=1 could never be queued at once: retrying a 429 would never help.
+  json e = Post("/v1/completions", {{"prompt", {"a", "b", "c"}}, {"max_tokens", 1}}, 400);
+  EXPECT_EQ(e["error"]["code"], "invalid_value");
+  EXPECT_EQ(e["error"]["param"], "n");
+  e = Post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"n", 3}}, 400);
+  EXPECT_EQ(e["error"]["param"], "n");
+  // What fits the queue is served.
+  json r = Post("/v1/completions", {{"prompt", {"a", "b"}}, {"max_tokens", 1}});
+  EXPECT_EQ(r["choices"].size(), 2u);
 }
 
 }  // namespace

@@ -1,0 +1,137 @@
+// Batch invariance through HTTP: 16 different greedy /v1/completions requests
+// sent at once return exactly what `pagoda generate` returns for each alone
+// (text, prompt and completion token counts, finish reason), on a server with
+// prefix caching and small steps (chunked prefill, prefill mixed with decode)
+// and on one with --no-prefix-cache; chat requests sent at once match the
+// same requests sent one by one.
+// Usage: node batch_invariance.test.mjs <pagoda binary> <model.gguf>
+import assert from 'node:assert/strict';
+import { Server, generate, makeRunner, pool, setup } from './harness.mjs';
+
+const { bin, modelPath, OpenAI } = await setup();
+const kCtx = 512;
+const { test, run } = makeRunner();
+
+// Six share a prefix of several KV blocks, so the prefix cache adopts
+// blocks computed in another batch; two are long enough to be prefilled in
+// chunks; one is empty (BOS alone); one needs byte-fallback tokens.
+const shared = 'Once upon a time there was a little girl named Lily. She lived in a small house with her mom ' +
+               'and dad and a big brown dog called Max. Every morning Lily and Max went to the park to play. ';
+const longStory = 'Tom was a boy who liked to build things. He built a tower of blocks, a boat of sticks and a car ' +
+                  'of boxes. His sister Sue liked to help him. One day they found an old wheel in the garden. ';
+const prompts = [
+  { prompt: 'Once upon a time', n: 64 },
+  { prompt: 'The cat sat on the mat and', n: 48 },
+  { prompt: 'Ben had a red ball', n: 100 },
+  { prompt: 'One day, a little bird', n: 33 },
+  { prompt: 'The sun was hot', n: 80 },
+  { prompt: 'Mia saw a café 🙂 and', n: 40 },
+  { prompt: '', n: 24 },
+  { prompt: longStory.repeat(2), n: 60 },
+  { prompt: longStory.repeat(3) + 'They', n: 90 },
+  ...['One day', 'Lily said', 'Max barked and', 'Her mom', 'The park was', 'Suddenly'].map(
+      (end, i) => ({ prompt: shared + end, n: 40 + 17 * i })),
+  { prompt: 'Sam and Zoe', n: 120 },
+];
+assert.equal(prompts.length, 16);
+let refs;
+
+async function complete(client, p, stream) {
+  const req = { prompt: p.prompt, max_tokens: p.n, temperature: 0 };
+  if (!stream) {
+    const r = await client.completions.create(req);
+    return { text: r.choices[0].text, finish: r.choices[0].finish_reason, usage: r.usage };
+  }
+  let text = '', finish = null, usage = null;
+  const s = await client.completions.create({ ...req, stream: true, stream_options: { include_usage: true } });
+  for await (const chunk of s) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) { text += c.text; finish = c.finish_reason ?? finish; }
+  }
+  return { text, finish, usage };
+}
+
+function assertMatches(got, ref, what) {
+  assert.equal(got.text, ref.text, `${what}: text`);
+  assert.equal(got.usage.prompt_tokens, ref.promptTokens, `${what}: prompt_tokens`);
+  assert.equal(got.usage.completion_tokens, ref.generatedTokens, `${what}: completion_tokens`);
+  assert.equal(got.finish, ref.stop === 'length' ? 'length' : 'stop', `${what}: finish_reason`);
+}
+
+// All 16 at once, every other one streamed; returns the responses in order.
+// Meanwhile /metrics is polled to show that the requests did share batches.
+async function concurrentRound(server, round) {
+  let done = false, peak = 0;
+  const watch = (async () => {
+    while (!done) {
+      peak = Math.max(peak, (await server.metrics()).num_requests_running ?? 0);
+      await new Promise(r => setTimeout(r, 2));
+    }
+  })();
+  const results = await Promise.all(prompts.map((p, i) => complete(server.client, p, (i + round) % 2 === 0)))
+                      .finally(() => { done = true; });
+  await watch;
+  results.forEach((got, i) => assertMatches(got, refs[i], `prompt ${i} (round ${round})`));
+  console.log(`  round ${round}: up to ${peak} requests running at once`);
+  assert.ok(peak >= 2, 'the requests never ran together');
+  return results;
+}
+
+test('pagoda generate gives the references', async () => {
+  refs = await pool(prompts.map(p => () => generate(bin, modelPath, p.prompt, p.n, kCtx)), 2);
+  for (const [i, r] of refs.entries()) assert.ok(r.text.length > 0, `prompt ${i}: empty reference`);
+});
+
+test('prefix cache on, small steps: 16 concurrent requests match generate', async () => {
+  const server = await Server.start(bin, modelPath, OpenAI, ['--ctx-size', String(kCtx), '--max-batch-tokens', '64']);
+  try {
+    // Cache the shared prefix first so the concurrent ones adopt its blocks.
+    await server.client.completions.create({ prompt: shared, max_tokens: 1, temperature: 0 });
+    const first = await concurrentRound(server, 0);
+    assert.ok(first.slice(9, 15).every(r => r.usage.prompt_tokens_details.cached_tokens >= 32),
+              JSON.stringify(first.slice(9, 15).map(r => r.usage)));
+    // Again: now every prompt is in the cache, the decode batches differ.
+    const second = await concurrentRound(server, 1);
+    assert.ok(second.every((r, i) => prompts[i].prompt.length < 40 ||
+                                     r.usage.prompt_tokens_details.cached_tokens > 0),
+              JSON.stringify(second.map(r => r.usage)));
+    const m = await server.waitIdle();
+    assert.equal(m.kv_cache_usage_perc, 0);
+    assert.ok(m.prefix_cache_hits_total > 0);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
+test('prefix cache off: 16 concurrent requests match generate, nothing cached', async () => {
+  const server = await Server.start(bin, modelPath, OpenAI, ['--ctx-size', String(kCtx), '--no-prefix-cache']);
+  try {
+    await server.client.completions.create({ prompt: shared, max_tokens: 1, temperature: 0 });
+    for (const round of [0, 1]) {
+      const results = await concurrentRound(server, round);
+      assert.ok(results.every(r => r.usage.prompt_tokens_details.cached_tokens === 0));
+    }
+    const m = await server.waitIdle();
+    assert.equal(m.kv_cache_usage_perc, 0);
+    assert.equal(m.prefix_cache_hits_total, 0);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
+test('chat: 16 concurrent greedy requests match each sent alone', async () => {
+  const server = await Server.start(bin, modelPath, OpenAI, ['--ctx-size', String(kCtx), '--max-batch-tokens', '96']);
+  try {
+    const reqs = prompts.map(p => ({ messages: [{ role: 'system', content: 'Tell a story.' },
+                                                { role: 'user', content: p.prompt || 'Hi' }],
+                                     max_tokens: Math.min(p.n, 64), temperature: 0 }));
+    const alone = [];
+    for (const r of reqs) alone.push((await server.client.chat.completions.create(r)).choices[0].message.content);
+    const together = await Promise.all(reqs.map(r => server.client.chat.completions.create(r)));
+    together.forEach((r, i) => assert.equal(r.choices[0].message.content, alone[i], `chat ${i}`));
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
+await run();
