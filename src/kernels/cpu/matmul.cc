@@ -81,6 +81,11 @@ const internal::Plan* SelectPlan(DType type, int64_t n_tokens) {
 
 // Activation conversion is worth splitting across threads only for prefill.
 constexpr int64_t kParallelConvertElems = 1 << 16;
+// Below this many multiply-adds a MatMul runs on the calling thread: waking
+// and joining the pool costs a few microseconds, about what one core needs
+// for 2^17 f32 or quantized multiply-adds, so tiny models (stories260K) would
+// otherwise decode slower on two threads than on one.
+constexpr int64_t kMinParallelMacs = 1 << 17;
 
 }  // namespace
 
@@ -151,22 +156,26 @@ struct Part {
   float* y;
 };
 
-// Rows are handed out in grains of whole row chunks from a shared counter
-// (about 4 grains per thread, over the rows of all parts), so a thread that
-// is preempted or slowed by a neighbour on its core does not leave the
-// others idle at the end.
+// Rows are handed out in grains of whole row chunks from a shared counter,
+// over the rows of all parts. Grains shrink as the work runs out (each takes
+// 1/(2*nth) of what is left, at least one chunk), so the threads finish within
+// about one chunk of each other, even when one of them is preempted or slowed
+// by a neighbour on its core, at a few atomic operations per call.
 struct Job {
   Part parts[kMaxMatMulTargets];
   int n_parts = 0;
-  int64_t n_in = 0, n_tokens = 0, total_chunks = 0, grain = 1, panel_bytes = 0;
+  int64_t n_in = 0, n_tokens = 0, total_chunks = 0, grain_div = 2, panel_bytes = 0;
+  int64_t macs = 0;  // n_tokens * n_in * rows of all parts
   std::atomic<int64_t> next{0};
 
   void Work() {
     uint8_t* panel = panel_bytes > 0 ? t_panel_scratch.Get(static_cast<size_t>(panel_bytes)) : nullptr;
+    int64_t g0 = next.load(std::memory_order_relaxed);
     for (;;) {
-      const int64_t g0 = next.fetch_add(grain, std::memory_order_relaxed);
       if (g0 >= total_chunks) break;
-      const int64_t g1 = std::min(g0 + grain, total_chunks);
+      const int64_t take = std::max<int64_t>(1, (total_chunks - g0) / grain_div);
+      if (!next.compare_exchange_weak(g0, g0 + take, std::memory_order_relaxed)) continue;
+      const int64_t g1 = g0 + take;
       int i = 0;
       for (int64_t c = g0; c < g1; ++c) {
         while (c >= parts[i].chunk0 + parts[i].n_chunks) ++i;
@@ -183,6 +192,7 @@ struct Job {
           p.compute(wr, pt.w_stride, nr, pt.act, pt.act_stride, n_tokens, n_in, pt.y + r0, pt.n_out);
         }
       }
+      g0 = next.load(std::memory_order_relaxed);
     }
   }
 };
@@ -214,6 +224,7 @@ void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t
     pt.chunk0 = job.total_chunks;
     pt.n_chunks = (pt.n_out + pt.plan->row_chunk - 1) / pt.plan->row_chunk;
     job.total_chunks += pt.n_chunks;
+    job.macs += n_tokens * job.n_in * pt.n_out;
     if (pt.plan->pack_rows) {
       job.panel_bytes = std::max(job.panel_bytes, pt.plan->panel_row_bytes(job.n_in) * pt.plan->row_chunk);
     }
@@ -246,8 +257,8 @@ void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t
     }
   }
 
-  job.grain = std::max<int64_t>(1, job.total_chunks / (4 * nth));
-  if (nth > 1 && job.total_chunks > 1) {
+  job.grain_div = 2 * nth;
+  if (nth > 1 && job.total_chunks > 1 && job.macs >= kMinParallelMacs) {
     // Captures one reference, so std::function stores it without allocating.
     pool.Run([&job](int, int) { job.Work(); });
   } else {
