@@ -1,13 +1,18 @@
 #include "kernels/cpu/matmul.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "base/check.h"
 #include "kernels/cpu/quantize.h"
 
 namespace pagoda::kernels {
@@ -51,6 +56,10 @@ class IsaGuard {
   Isa saved_;
 };
 
+// Checks got against MatMulReference within the error bound described below.
+void ExpectNearReference(const TensorView& w, const float* x, int64_t n_tokens, const float* got,
+                         const std::string& what);
+
 using MatMulParam = std::tuple<DType, Isa, int64_t /*n_tokens*/, int64_t /*n_out*/>;
 
 class MatMulTest : public ::testing::TestWithParam<MatMulParam> {};
@@ -76,34 +85,39 @@ TEST_P(MatMulTest, MatchesReference) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> x(n_tokens * n_in);
   for (auto& v : x) v = dist(rng);
-  std::vector<float> want(n_tokens * n_out), got(n_tokens * n_out, NAN);
-  MatMulReference(w, x.data(), n_tokens, want.data());
-
+  std::vector<float> got(n_tokens * n_out, NAN);
   ThreadPool pool(2);
   {
     IsaGuard guard(isa);
     MatMul(w, x.data(), n_tokens, got.data(), pool);
   }
+  ExpectNearReference(w, x.data(), n_tokens, got.data(), std::string(DTypeName(type)) + " " + IsaName(isa));
+}
 
+void ExpectNearReference(const TensorView& w, const float* x, int64_t n_tokens, const float* got,
+                         const std::string& what) {
+  const int64_t n_in = w.ne[0], n_out = w.rows();
+  const int64_t block = GetDTypeInfo(w.type).block_size;
+  std::vector<float> want(n_tokens * n_out);
+  MatMulReference(w, x, n_tokens, want.data());
   std::vector<float> wrow(n_in);
   const double eps = 1.0 / 254 + 1.0 / 256;
   for (int64_t r = 0; r < n_out; ++r) {
-    ASSERT_TRUE(DequantizeRow(type, w.row(r), wrow.data(), n_in).ok());
+    ASSERT_TRUE(DequantizeRow(w.type, w.row(r), wrow.data(), n_in).ok());
     for (int64_t t = 0; t < n_tokens; ++t) {
-      const float* xt = x.data() + t * n_in;
+      const float* xt = x + t * n_in;
       double bound = 0.0;
       const int64_t act_block = block == 256 ? 256 : 32;
       for (int64_t k0 = 0; k0 < n_in; k0 += act_block) {
         double amax = 0.0, wsum = 0.0;
-        for (int64_t k = k0; k < k0 + act_block; ++k) {
+        for (int64_t k = k0; k < std::min(k0 + act_block, n_in); ++k) {
           amax = std::max(amax, std::fabs(static_cast<double>(xt[k])));
           wsum += std::fabs(wrow[k]);
         }
         bound += wsum * amax;
       }
       bound = eps * bound + 1e-4 * (1 + std::fabs(want[t * n_out + r]));
-      ASSERT_NEAR(got[t * n_out + r], want[t * n_out + r], bound)
-          << DTypeName(type) << " " << IsaName(isa) << " token " << t << " row " << r;
+      ASSERT_NEAR(got[t * n_out + r], want[t * n_out + r], bound) << what << " token " << t << " row " << r;
     }
   }
 }
@@ -121,6 +135,63 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::ValuesIn(SupportedIsas()), ::testing::Values<int64_t>(1, 3, 16, 67),
                        ::testing::Values<int64_t>(1, 7, 37)),
     ParamName);
+
+// Weights placed so that their last byte is the last readable byte before a
+// PROT_NONE page (and their first byte follows one): every path must stay
+// inside the tensor (wide loads are used only where the row has 64 bytes
+// left), for row lengths from one block up, decode and prefill.
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(size_t bytes) {
+    page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    body_ = (bytes + page_ - 1) / page_ * page_;
+    size_ = body_ + 2 * page_;
+    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    PAGODA_CHECK(p != MAP_FAILED) << "mmap";
+    base_ = static_cast<uint8_t*>(p);
+    PAGODA_CHECK(mprotect(base_, page_, PROT_NONE) == 0 && mprotect(base_ + page_ + body_, page_, PROT_NONE) == 0);
+    data_ = base_ + page_ + body_ - bytes;
+  }
+  ~GuardedBuffer() { munmap(base_, size_); }
+  uint8_t* data() const { return data_; }
+
+ private:
+  size_t page_ = 0, body_ = 0, size_ = 0;
+  uint8_t* base_ = nullptr;
+  uint8_t* data_ = nullptr;
+};
+
+TEST(MatMulBoundsTest, ReadsOnlyTheWeightBytes) {
+  const DType types[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                         DType::kQ4_1, DType::kQ5_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+  ThreadPool pool(2);
+  for (DType type : types) {
+    const bool k_quant = GetDTypeInfo(type).block_size == 256;
+    const std::vector<int64_t> widths = k_quant ? std::vector<int64_t>{256, 512}
+                                                : std::vector<int64_t>{32, 64, 96, 128, 160, 192, 2080};
+    for (int64_t n_in : widths) {
+      const int64_t n_out = 5;
+      std::vector<uint8_t> storage;
+      TensorView w = MakeWeight(type, n_out, n_in, 99, storage);
+      GuardedBuffer guarded(storage.size());
+      std::memcpy(guarded.data(), storage.data(), storage.size());
+      w.data = guarded.data();
+      for (int64_t n_tokens : {1, 2, 9}) {
+        std::mt19937 rng(5);
+        std::normal_distribution<float> dist(0.0f, 1.0f);
+        std::vector<float> x(n_tokens * n_in);
+        for (auto& v : x) v = dist(rng);
+        for (Isa isa : SupportedIsas()) {
+          IsaGuard guard(isa);
+          std::vector<float> got(n_tokens * n_out, NAN);
+          MatMul(w, x.data(), n_tokens, got.data(), pool);
+          ExpectNearReference(w, x.data(), n_tokens, got.data(),
+                              std::string(DTypeName(type)) + " " + IsaName(isa) + " n_in " + std::to_string(n_in));
+        }
+      }
+    }
+  }
+}
 
 // Q/K/V-like weights of mixed types sharing one input: same values as one
 // MatMul per weight, on every ISA, for decode and prefill batches.
