@@ -19,6 +19,7 @@
 
 #include "base/check.h"
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/matmul_tile_loop.h"
 #include "kernels/cpu/quantize.h"
 #include "tensor/blocks.h"
 
@@ -31,30 +32,6 @@ inline float Hsum(__m256 v) {
   const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-}
-
-// Runs K::Run<R, t> for the actual token count nt <= T.
-template <class K, int R, int T, int t>
-inline void RunTok(int nt, const uint8_t* w, int64_t ws, const uint8_t* act, int64_t as, int64_t n_in, float* y,
-                   int64_t ldy) {
-  if constexpr (t >= 1) {
-    if (nt == t) return K::template Run<R, t>(w, ws, act, as, n_in, y, ldy);
-    RunTok<K, R, T, t - 1>(nt, w, ws, act, as, n_in, y, ldy);
-  }
-}
-
-// Token tiles outer, row tiles inner (activations stay in L1 across rows).
-template <class K, int R, int T>
-void TileLoop(const uint8_t* w, int64_t ws, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
-              int64_t n_in, float* y, int64_t ldy) {
-  for (int64_t t0 = 0; t0 < n_tok; t0 += T) {
-    const int nt = static_cast<int>(std::min<int64_t>(T, n_tok - t0));
-    const uint8_t* at = act + t0 * as;
-    float* yt = y + t0 * ldy;
-    int64_t r = 0;
-    for (; r + R <= n_rows; r += R) RunTok<K, R, T, T>(nt, w + r * ws, ws, at, as, n_in, yt + r, ldy);
-    for (; r < n_rows; ++r) RunTok<K, 1, T, T>(nt, w + r * ws, ws, at, as, n_in, yt + r, ldy);
-  }
 }
 
 // ---------------------------------------------------------------- f32 activations

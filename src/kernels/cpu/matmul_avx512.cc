@@ -26,6 +26,7 @@
 
 #include "kernels/cpu/dequant_avx512.h"
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/matmul_tile_loop.h"
 #include "tensor/blocks.h"
 
 namespace pagoda::kernels::internal {
@@ -35,30 +36,6 @@ constexpr int64_t kGemmMinTokens = 8;
 
 inline int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 inline __mmask16 TailMask16(int64_t n) { return static_cast<__mmask16>((1u << n) - 1); }
-
-// Runs Kernel::Run<R, T> over an [n_rows x n_tok] output: token tiles outer
-// (activations reused across the rows of a chunk), row tiles inner.
-template <class K, int R, int T, int t>
-inline void RunTok(int nt, const uint8_t* w, int64_t ws, const uint8_t* act, int64_t as, int64_t n_in, float* y,
-                   int64_t ldy) {
-  if constexpr (t >= 1) {
-    if (nt == t) return K::template Run<R, t>(w, ws, act, as, n_in, y, ldy);
-    RunTok<K, R, T, t - 1>(nt, w, ws, act, as, n_in, y, ldy);
-  }
-}
-
-template <class K, int R, int T>
-void TileLoop(const uint8_t* w, int64_t ws, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
-              int64_t n_in, float* y, int64_t ldy) {
-  for (int64_t t0 = 0; t0 < n_tok; t0 += T) {
-    const int nt = static_cast<int>(std::min<int64_t>(T, n_tok - t0));
-    const uint8_t* at = act + t0 * as;
-    float* yt = y + t0 * ldy;
-    int64_t r = 0;
-    for (; r + R <= n_rows; r += R) RunTok<K, R, T, T>(nt, w + r * ws, ws, at, as, n_in, yt + r, ldy);
-    for (; r < n_rows; ++r) RunTok<K, 1, T, T>(nt, w + r * ws, ws, at, as, n_in, yt + r, ldy);
-  }
-}
 
 // ---------------------------------------------------------------- f32 activations
 
