@@ -7,12 +7,26 @@
 //   matmul_bench [--threads=N] [--hot] [--benchmark_filter=Q4_0]
 // GEMV reads its weights from DRAM (cycled copies) unless --hot, which reuses
 // one copy (cache-resident when it fits). PAGODA_ISA=avx2|scalar lowers the ISA.
+//
+//   matmul_bench --ab [--ab-a=legacy] [--ab-b=auto] [--ab-types=Q4_0,Q8_0]
+//                [--ab-tokens=1,2,4,8,16,32,64] [--ab-rounds=7] [--threads=N]
+//                [--ab-cpu]   (with --threads=1: thread CPU time, see Now())
+// Batched-decode A/B (no Google Benchmark): for each type, shape (2048x2048,
+// 8192x2048) and n_tokens, rounds alternate BatchPath A and B (see matmul.h:
+// legacy = int8 GEMV below 8 tokens and bf16 GEMM from 8, as before the int8
+// panel; auto = today's choice; gemv / panel / gemm force one kernel), each
+// round timing ~40 ms of calls on weights cycled from DRAM. Prints the median
+// time per call and per token of each path and the median of the per-round
+// ratios A/B (> 1: B is faster).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <random>
@@ -112,6 +126,101 @@ void BM_PoolNoop(benchmark::State& state) {
   state.SetLabel("t=" + std::to_string(g_threads));
 }
 
+struct AbOptions {
+  BatchPath a = BatchPath::kLegacy, b = BatchPath::kAuto;
+  std::vector<DType> types = {DType::kQ4_0, DType::kQ8_0};
+  std::vector<int64_t> tokens = {1, 2, 4, 8, 16, 32, 64};
+  int rounds = 7;
+};
+
+double MedianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// --ab-cpu: time with the calling thread's CPU clock (use with --threads=1,
+// where MatMul runs on the calling thread): robust to other processes
+// taking the cores, which wall time on a shared machine is not.
+bool g_cpu_clock = false;
+
+double Now() {
+  if (g_cpu_clock) {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Seconds per call of `n` calls cycling through the copies of w.
+double TimeCalls(const Weight& w, const float* x, int64_t n_tok, float* y, int n, size_t* next) {
+  ThreadPool& pool = Pool();
+  const double t0 = Now();
+  for (int i = 0; i < n; ++i) {
+    MatMul(w.views[*next], x, n_tok, y, pool);
+    if (++*next == w.views.size()) *next = 0;
+  }
+  return (Now() - t0) / n;
+}
+
+int RunAb(const AbOptions& o) {
+  const int64_t shapes[][2] = {{2048, 2048}, {8192, 2048}};
+  std::printf("# matmul A/B: A = %s, B = %s; isa %s, threads %d, %d rounds, %s time\n", BatchPathName(o.a),
+              BatchPathName(o.b), IsaName(ActiveIsa()), g_threads, o.rounds, g_cpu_clock ? "thread CPU" : "wall");
+  std::printf("| type | shape | n_tok | A us/call | B us/call | A us/tok | B us/tok | A/B |\n");
+  std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  for (DType type : o.types) {
+    for (const auto& s : shapes) {
+      const Weight& w = GetWeight(type, s[0], s[1]);
+      for (int64_t n_tok : o.tokens) {
+        std::vector<float> x(n_tok * s[1]), y(n_tok * s[0]);
+        std::mt19937 rng(2);
+        std::normal_distribution<float> dist(0.0f, 1.0f);
+        for (auto& v : x) v = dist(rng);
+        size_t next = 0;
+        // Calibrate the calls per round on path B (after one warm-up call each).
+        SetBatchPathForTesting(o.a);
+        TimeCalls(w, x.data(), n_tok, y.data(), 1, &next);
+        SetBatchPathForTesting(o.b);
+        const double probe = TimeCalls(w, x.data(), n_tok, y.data(), 2, &next);
+        const int calls = std::max(1, static_cast<int>(0.04 / std::max(probe, 1e-7)));
+        std::vector<double> ta, tb, ratio;
+        for (int r = 0; r < o.rounds; ++r) {
+          SetBatchPathForTesting(o.a);
+          const double a = TimeCalls(w, x.data(), n_tok, y.data(), calls, &next);
+          SetBatchPathForTesting(o.b);
+          const double b = TimeCalls(w, x.data(), n_tok, y.data(), calls, &next);
+          ta.push_back(a);
+          tb.push_back(b);
+          ratio.push_back(a / b);
+        }
+        const double ma = MedianOf(ta) * 1e6, mb = MedianOf(tb) * 1e6;
+        std::printf("| %s | %lldx%lld | %lld | %.1f | %.1f | %.2f | %.2f | %.2f |\n", DTypeName(type),
+                    static_cast<long long>(s[0]), static_cast<long long>(s[1]), static_cast<long long>(n_tok), ma, mb,
+                    ma / n_tok, mb / n_tok, MedianOf(ratio));
+        std::fflush(stdout);
+      }
+    }
+  }
+  SetBatchPathForTesting(BatchPath::kAuto);
+  return 0;
+}
+
+std::vector<std::string> SplitCommas(const char* s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (; *s; ++s) {
+    if (*s == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += *s;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
 void Register() {
   benchmark::RegisterBenchmark("Pool/noop", BM_PoolNoop)->UseRealTime();
   const DType types[] = {DType::kQ4_0, DType::kQ8_0, DType::kF16, DType::kBF16, DType::kQ4_1, DType::kQ5_0,
@@ -138,8 +247,43 @@ void Register() {
 
 int main(int argc, char** argv) {
   std::vector<char*> rest;
+  bool ab = false;
+  pagoda::kernels::AbOptions abo;
   for (int i = 0; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--threads=", 10) == 0) {
+    if (std::strcmp(argv[i], "--ab") == 0) {
+      ab = true;
+    } else if (std::strcmp(argv[i], "--ab-cpu") == 0) {
+      pagoda::kernels::g_cpu_clock = true;
+    } else if (std::strncmp(argv[i], "--ab-a=", 7) == 0 || std::strncmp(argv[i], "--ab-b=", 7) == 0) {
+      const auto p = pagoda::kernels::ParseBatchPath(argv[i] + 7);
+      if (!p) {
+        std::fprintf(stderr, "matmul_bench: unknown path '%s' (auto|legacy|gemv|panel|gemm)\n", argv[i] + 7);
+        return 2;
+      }
+      (argv[i][5] == 'a' ? abo.a : abo.b) = *p;
+    } else if (std::strncmp(argv[i], "--ab-rounds=", 12) == 0) {
+      abo.rounds = std::max(1, std::atoi(argv[i] + 12));
+    } else if (std::strncmp(argv[i], "--ab-tokens=", 12) == 0) {
+      abo.tokens.clear();
+      for (const auto& t : pagoda::kernels::SplitCommas(argv[i] + 12)) {
+        const long long n = std::atoll(t.c_str());
+        if (n <= 0 || n > 4096) {
+          std::fprintf(stderr, "matmul_bench: bad token count '%s'\n", t.c_str());
+          return 2;
+        }
+        abo.tokens.push_back(n);
+      }
+    } else if (std::strncmp(argv[i], "--ab-types=", 11) == 0) {
+      abo.types.clear();
+      for (const auto& t : pagoda::kernels::SplitCommas(argv[i] + 11)) {
+        const auto type = pagoda::ParseDType(t);
+        if (!type) {
+          std::fprintf(stderr, "matmul_bench: unknown type '%s'\n", t.c_str());
+          return 2;
+        }
+        abo.types.push_back(*type);
+      }
+    } else if (std::strncmp(argv[i], "--threads=", 10) == 0) {
       pagoda::kernels::g_threads = std::atoi(argv[i] + 10);
     } else if (std::strcmp(argv[i], "--hot") == 0) {
       pagoda::kernels::g_hot = true;
@@ -147,6 +291,7 @@ int main(int argc, char** argv) {
       rest.push_back(argv[i]);
     }
   }
+  if (ab) return pagoda::kernels::RunAb(abo);
   int n = static_cast<int>(rest.size());
   pagoda::kernels::Register();
   benchmark::Initialize(&n, rest.data());

@@ -52,8 +52,8 @@ int CmdGenerate(int argc, char** argv) {
   app.add_option("-n,--n-predict", n_predict, "tokens to generate (> 0)");
   app.add_option("-t,--threads", threads, "threads (default: all cores)");
   app.add_option("-c,--ctx-size", n_ctx, "context size (default: min(training context, 4096))");
-  app.add_option("--kv-type", kv_type, "KV cache element type: f16 (default) or f32")
-      ->check(CLI::IsMember({"f16", "f32"}));
+  app.add_option("--kv-cache-dtype,--kv-type", kv_type,
+                 std::string("KV cache element type: ") + kernels::KvTypeChoices() + " (default f16)");
   app.add_option("--temp", sp.temperature, "temperature; 0 = greedy");
   app.add_option("--top-k", sp.top_k, "top-k (0 = off)");
   app.add_option("--top-p", sp.top_p, "top-p (1 = off)");
@@ -68,9 +68,16 @@ int CmdGenerate(int argc, char** argv) {
   app.add_flag("--no-bos", no_bos, "do not add BOS even if the model asks for it");
   app.add_flag("--special", special, "print special tokens' text");
   app.add_flag("--verbose-prompt", verbose_prompt, "print the prompt token ids to stderr");
+  std::string decode_weights;
+  AddDecodeWeightsOption(app, &decode_weights);
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
+  const auto model_options = ModelOptionsFromFlags(decode_weights);
+  if (!model_options.ok()) return Fail(model_options.status());
 
   if (n_predict <= 0) return Fail("--n-predict must be positive");
+  if (!kernels::ParseKvType(kv_type)) {
+    return Fail("--kv-cache-dtype: unknown type '" + kv_type + "' (expected " + kernels::KvTypeChoices() + ")");
+  }
   if (threads <= 0 || threads > 1024) return Fail("--threads must be between 1 and 1024");
   if (Status s = ParseLogitBias(logit_bias, &sp); !s.ok()) return Fail(s);
   if (seed < 0) seed = static_cast<int64_t>(std::random_device{}() & 0x7fffffff);
@@ -78,7 +85,7 @@ int CmdGenerate(int argc, char** argv) {
   if (Status s = sp.Validate(); !s.ok()) return Fail(s);
 
   ThreadPool pool(threads);
-  auto loaded = LoadModelAndTokenizer(model_path, pool);
+  auto loaded = LoadModelAndTokenizer(model_path, pool, /*need_tokenizer=*/true, *model_options);
   if (!loaded.ok()) return Fail(loaded.status());
   Model& model = *loaded->model;
   const Tokenizer& tok = *loaded->tokenizer;

@@ -3,6 +3,7 @@
 // capacity go to stderr. Prompts and keys are never logged.
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -47,6 +48,7 @@ int CmdServe(int argc, char** argv) {
   int32_t n_ctx = 0;
   EngineOptions eo;
   bool no_prefix_cache = false;
+  std::string kv_type = "f16";
   app.add_option("-m,--model", model_path, "GGUF model (default: the built-in random-weight demo model)");
   app.add_option("--host", host, "address to listen on");
   app.add_option("--port", port, "port (0: ephemeral)")->check(CLI::Range(0, 65535));
@@ -56,12 +58,28 @@ int CmdServe(int argc, char** argv) {
   app.add_option("--http-threads", http_threads, "HTTP I/O threads")->check(CLI::Range(1, 64));
   app.add_option("-c,--ctx-size", n_ctx, "context size (default: min(training context, 4096))");
   app.add_option("--kv-cache-memory", kv_memory, "KV cache budget, bytes or e.g. 512MiB (default: max-running x ctx)");
+  app.add_option("--kv-cache-dtype", kv_type,
+                 std::string("KV cache element type: ") + kernels::KvTypeChoices() + " (default f16; fp8_e4m3 holds ~2x the tokens)");
   app.add_option("--max-batch-tokens", eo.max_batch_tokens, "token budget of one engine step")->check(CLI::PositiveNumber);
   app.add_option("--max-running", eo.max_running, "sequences decoded together")->check(CLI::PositiveNumber);
   app.add_option("--max-waiting", eo.max_waiting, "queued sequences before 429")->check(CLI::PositiveNumber);
   app.add_flag("--no-prefix-cache", no_prefix_cache, "disable prefix caching");
+  std::string kv_integrity = kv::IntegrityModeName(eo.kv_integrity);
+  app.add_option("--kv-integrity", kv_integrity,
+                 "KV page integrity check before every step: check (default) or off (a no-op)")
+      ->check(CLI::IsMember({"off", "check"}));
+  // Test-only and hidden from --help: plants one KV page fault so the e2e
+  // tests can see the integrity error end to end; needs PAGODA_TESTING=1.
+  std::string testing_kv_fault;
+  app.add_option("--testing-kv-fault", testing_kv_fault, "TESTS ONLY: reuse|retag|swap")
+      ->check(CLI::IsMember({"reuse", "retag", "swap"}))
+      ->group("");
   app.add_option("--drain-timeout", drain_seconds, "seconds SIGTERM lets requests finish")->check(CLI::NonNegativeNumber);
+  std::string decode_weights;
+  AddDecodeWeightsOption(app, &decode_weights);
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
+  const auto model_options = ModelOptionsFromFlags(decode_weights);
+  if (!model_options.ok()) return Fail(model_options.status());
   if (threads <= 0 || threads > 1024) return Fail("--threads must be between 1 and 1024");
   if (!kv_memory.empty()) {
     auto bytes = ParseBytes(kv_memory);
@@ -69,9 +87,24 @@ int CmdServe(int argc, char** argv) {
     eo.kv_memory_bytes = *bytes;
   }
   eo.prefix_caching = !no_prefix_cache;
+  eo.kv_integrity = *kv::ParseIntegrityMode(kv_integrity);
+  if (!testing_kv_fault.empty()) {
+    const char* testing = std::getenv("PAGODA_TESTING");
+    if (testing == nullptr || std::string(testing) != "1") {
+      return Fail("--testing-kv-fault corrupts the KV cache on purpose; it is for tests and needs PAGODA_TESTING=1");
+    }
+    eo.testing_kv_fault = testing_kv_fault == "reuse"   ? KvFault::kReuse
+                          : testing_kv_fault == "retag" ? KvFault::kRetag
+                                                        : KvFault::kSwap;
+  }
+  if (const auto t = kernels::ParseKvType(kv_type)) {
+    eo.kv_type = *t;
+  } else {
+    return Fail("--kv-cache-dtype: unknown type '" + kv_type + "' (expected " + kernels::KvTypeChoices() + ")");
+  }
 
   ThreadPool pool(threads);
-  auto loaded = LoadModelAndTokenizer(model_path, pool);
+  auto loaded = LoadModelAndTokenizer(model_path, pool, /*need_tokenizer=*/true, *model_options);
   if (!loaded.ok()) return Fail(loaded.status());
   Model& model = *loaded->model;
   const int64_t ctx_train = model.config().n_ctx_train;
@@ -88,10 +121,15 @@ int CmdServe(int argc, char** argv) {
   const std::string tmpl = ChatTemplateSource(loaded->file->metadata());
   auto srv = server::OpenAiServer::Create(model, *loaded->tokenizer, tmpl, eo, so);
   if (!srv.ok()) return Fail(srv.status());
+  if ((*srv)->kv_capacity_tokens() < n_ctx) {
+    return Fail("--kv-cache-memory holds " + std::to_string((*srv)->kv_capacity_tokens()) + " tokens of " +
+                kernels::KvTypeName(eo.kv_type) + " KV cache, less than one full context of " + std::to_string(n_ctx) +
+                " tokens: raise --kv-cache-memory or lower --ctx-size");
+  }
   if (Status s = (*srv)->Start(); !s.ok()) return Fail(s);
-  std::fprintf(stderr, "pagoda: serving %s (%s, ctx %d) on http://%s:%u; KV cache %lld tokens; %d threads%s\n",
+  std::fprintf(stderr, "pagoda: serving %s (%s, ctx %d) on http://%s:%u; KV cache %lld tokens (%s); %d threads%s\n",
                so.model_id.c_str(), model.config().arch.c_str(), n_ctx, host.c_str(), (*srv)->port(),
-               static_cast<long long>((*srv)->kv_capacity_tokens()), threads,
+               static_cast<long long>((*srv)->kv_capacity_tokens()), kernels::KvTypeName(eo.kv_type), threads,
                api_key.empty() ? "" : "; API key required");
   std::fflush(stderr);
   (*srv)->RunUntilSignal();

@@ -12,5 +12,7 @@ int CmdMakeModel(int argc, char** argv);
 int CmdImportTokenizer(int argc, char** argv);
 int CmdTokenize(int argc, char** argv);
 int CmdServe(int argc, char** argv);
+int CmdPerplexity(int argc, char** argv);
+int CmdQuantize(int argc, char** argv);
 
 }  // namespace pagoda::cli

@@ -18,9 +18,11 @@ const Command kCommands[] = {
     {"inspect", pagoda::cli::CmdInspect, "print a GGUF file's metadata and tensor table"},
     {"bench", pagoda::cli::CmdBench, "prompt-processing and generation speed (pp512 / tg128)"},
     {"make-model", pagoda::cli::CmdMakeModel, "write a random-weight model (tests, benchmarks)"},
+    {"quantize", pagoda::cli::CmdQuantize, "write a quantized copy of a GGUF model (q8_0 q4_0 q4_1 q5_0 q4_k)"},
     {"import-tokenizer", pagoda::cli::CmdImportTokenizer, "build GGUF tokenizer metadata from a HF tokenizer.json"},
     {"tokenize", pagoda::cli::CmdTokenize, "print the token ids of a text"},
     {"serve", pagoda::cli::CmdServe, "OpenAI-compatible HTTP server"},
+    {"perplexity", pagoda::cli::CmdPerplexity, "perplexity of a model over a text file (KV cache dtypes)"},
 };
 
 void Usage(FILE* out) {

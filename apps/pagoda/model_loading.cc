@@ -37,7 +37,23 @@ Result<std::string> EnsureDemoModel() {
   return path.string();
 }
 
-Result<LoadedModel> LoadModelAndTokenizer(const std::string& path_in, ThreadPool& pool, bool need_tokenizer) {
+void AddDecodeWeightsOption(CLI::App& app, std::string* value) {
+  app.add_option("--decode-weights", *value,
+                 "q4_0 or q4_k: decode tokens use a 4-bit copy of the linear weights, quantized at load from the "
+                 "checkpoint's Q8_0/F16/BF16/F32 tensors (prefill keeps them); costs extra memory, printed at start");
+}
+
+Result<ModelOptions> ModelOptionsFromFlags(const std::string& decode_weights) {
+  ModelOptions o;
+  if (!decode_weights.empty()) {
+    PAGODA_ASSIGN_OR_RETURN(DType t, ParseDecodeWeightType(decode_weights));
+    o.decode_weights = t;
+  }
+  return o;
+}
+
+Result<LoadedModel> LoadModelAndTokenizer(const std::string& path_in, ThreadPool& pool, bool need_tokenizer,
+                                          const ModelOptions& options) {
   std::string path = path_in;
   if (path.empty()) {
     PAGODA_ASSIGN_OR_RETURN(path, EnsureDemoModel());
@@ -47,7 +63,17 @@ Result<LoadedModel> LoadModelAndTokenizer(const std::string& path_in, ThreadPool
   LoadedModel out;
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(path));
   out.file = std::move(file);
-  PAGODA_ASSIGN_OR_RETURN(out.model, LoadModel(out.file, pool));
+  PAGODA_ASSIGN_OR_RETURN(out.model, LoadModel(out.file, pool, options));
+  if (const DecodeWeightsInfo dw = out.model->decode_weights_info(); dw.type) {
+    std::fprintf(stderr,
+                 "pagoda: decode weights %s: %lld linear weights quantized in %.2f s, +%.1f MiB of memory "
+                 "(decode reads them instead of %.1f MiB of checkpoint weights; prefill keeps those)%s\n",
+                 DTypeName(*dw.type), static_cast<long long>(dw.n_tensors), dw.seconds, dw.bytes / 1048576.0,
+                 dw.source_bytes / 1048576.0,
+                 dw.n_kept > 0 ? ("; " + std::to_string(dw.n_kept) +
+                                  " matrices with rows that are not whole blocks keep the checkpoint's").c_str()
+                               : "");
+  }
   if (need_tokenizer) {
     auto tok = Tokenizer::FromMetadata(out.file->metadata());
     if (!tok.ok()) return tok.status().WithContext(path);

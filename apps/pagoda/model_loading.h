@@ -2,6 +2,7 @@
 // model (random weights) when no --model is given.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 
@@ -24,7 +25,14 @@ struct LoadedModel {
 // (<build>/demo/demo-llama.gguf). Random weights: its text is gibberish.
 Result<std::string> EnsureDemoModel();
 
-// Opens `path` ("" = the demo model) and loads model and tokenizer.
-Result<LoadedModel> LoadModelAndTokenizer(const std::string& path, ThreadPool& pool, bool need_tokenizer = true);
+// Opens `path` ("" = the demo model) and loads model and tokenizer. With
+// options.decode_weights it prints the decode copies' memory cost to stderr.
+Result<LoadedModel> LoadModelAndTokenizer(const std::string& path, ThreadPool& pool, bool need_tokenizer = true,
+                                          const ModelOptions& options = {});
+
+// --decode-weights q4_0|q4_k (serve, generate, bench, perplexity): the value
+// lands in *value ("" = off); ModelOptionsFromFlags turns it into options.
+void AddDecodeWeightsOption(CLI::App& app, std::string* value);
+Result<ModelOptions> ModelOptionsFromFlags(const std::string& decode_weights);
 
 }  // namespace pagoda::cli

@@ -77,6 +77,7 @@ MaybeError ReadMessage(const json& m, const std::string& param, ChatMessage* out
   const auto content_it = m.find("content");
   if (content_it == m.end() || content_it->is_null()) {
     if (out->role != ChatRole::kAssistant) return MissingParameter(content_param);
+    out->content_null = true;
   } else if (content_it->is_string()) {
     if (auto e = ReadString(*content_it, content_param, &out->content)) return e;
   } else if (content_it->is_array()) {
@@ -95,8 +96,15 @@ MaybeError ReadMessage(const json& m, const std::string& param, ChatMessage* out
       std::string id;
       if (auto e = ReadString(value, p, &id)) return e;
       out->tool_call_id = std::move(id);
-    } else if (key == "tool_calls" && !value.is_null() && !(value.is_array() && value.empty())) {
-      return UnsupportedParameter(p, "is not supported: this server has no tool calling.");
+    } else if (key == "tool_calls" && !value.is_null()) {
+      if (out->role != ChatRole::kAssistant && !(value.is_array() && value.empty())) {
+        return InvalidValue(p, "Invalid '" + p + "': only assistant messages carry tool calls.");
+      }
+      if (auto e = ReadToolCalls(value, p, &out->tool_calls)) return e;
+    } else if (key == "reasoning_content" && !value.is_null() && out->role == ChatRole::kAssistant) {
+      std::string r;
+      if (auto e = ReadString(value, p, &r)) return e;
+      out->reasoning_content = std::move(r);
     } else if ((key == "function_call" || key == "audio") && !value.is_null()) {
       return UnsupportedParameter(p, "is not supported by this server.");
     }
@@ -133,7 +141,7 @@ MaybeError ReadUnsupportedChatField(std::string_view key, const json& v, bool* h
   const std::string k(key);
   if (v.is_null()) {
     static constexpr std::string_view kKnown[] = {
-        "tools", "tool_choice", "parallel_tool_calls", "functions", "function_call", "response_format", "audio",
+        "functions", "function_call", "audio",
         "modalities", "prediction", "web_search_options", "reasoning_effort", "verbosity", "service_tier",
         "store", "metadata", "prompt_cache_key"};
     for (auto n : kKnown) {
@@ -142,29 +150,13 @@ MaybeError ReadUnsupportedChatField(std::string_view key, const json& v, bool* h
     *handled = false;
     return std::nullopt;
   }
-  if (key == "tools" || key == "functions") {
+  if (key == "functions") {
     if (v.is_array() && v.empty()) return std::nullopt;
-    return UnsupportedParameter(k, "is not supported: this server has no tool calling.");
+    return UnsupportedParameter(k, "(deprecated) is not supported; use 'tools'.");
   }
-  if (key == "tool_choice" || key == "function_call") {
+  if (key == "function_call") {
     if (v.is_string() && (v == "none" || v == "auto")) return std::nullopt;
-    return UnsupportedValue(k, "only 'none' and 'auto' are accepted, as there are no tools.");
-  }
-  if (key == "parallel_tool_calls") {
-    bool b;
-    return internal::ReadBool(v, k, &b);  // no effect without tools
-  }
-  if (key == "response_format") {
-    if (!v.is_object()) return InvalidType(k, "an object");
-    const auto t = v.find("type");
-    if (t == v.end()) return MissingParameter("response_format.type");
-    if (*t == "text") return std::nullopt;
-    if (t->is_string() && (*t == "json_object" || *t == "json_schema")) {
-      return UnsupportedValue("response_format.type", "structured output ('" + t->get<std::string>() +
-                                                          "') is not supported by this server yet.");
-    }
-    return InvalidValue("response_format.type",
-                        "Invalid 'response_format.type': expected 'text', 'json_object' or 'json_schema'.");
+    return UnsupportedParameter(k, "(deprecated) is not supported; use 'tool_choice'.");
   }
   if (key == "modalities") {
     if (v.is_array() && v.size() == 1 && v[0] == "text") return std::nullopt;
@@ -201,7 +193,9 @@ MaybeError ReadUnsupportedChatField(std::string_view key, const json& v, bool* h
 ApiResult<ChatCompletionRequest> ParseChatCompletionRequest(std::string_view body, const RequestLimits& limits) {
   auto parsed = ParseJsonObject(body);
   if (!parsed.ok()) return parsed.error();
-  return ParseChatCompletionJson(parsed.value(), limits);
+  auto req = ParseChatCompletionJson(parsed.value(), limits);
+  if (req.ok()) internal::RestoreSchemaKeyOrder(body, &req.value().options.structured.response_format, &req.value().tools);
+  return req;
 }
 
 ApiResult<ChatCompletionRequest> ParseChatCompletionJson(const json& body, const RequestLimits& limits) {
@@ -222,6 +216,15 @@ ApiResult<ChatCompletionRequest> ParseChatCompletionJson(const json& body, const
     } else if (key == "logprobs") {
       if (value.is_null()) continue;
       if (auto e = internal::ReadBool(value, key, &req.logprobs)) return *e;
+    } else if (key == "tools") {
+      if (value.is_null()) continue;
+      if (auto e = internal::ReadTools(value, &req.tools)) return *e;
+    } else if (key == "tool_choice") {
+      if (value.is_null()) continue;
+      if (auto e = internal::ReadToolChoice(value, &req.tool_choice)) return *e;
+    } else if (key == "parallel_tool_calls") {
+      if (value.is_null()) continue;
+      if (auto e = internal::ReadBool(value, key, &req.parallel_tool_calls)) return *e;
     } else if (key == "top_logprobs") {
       if (value.is_null()) continue;
       int64_t x;
@@ -234,6 +237,13 @@ ApiResult<ChatCompletionRequest> ParseChatCompletionJson(const json& body, const
     }
   }
   if (!have_messages) return MissingParameter("messages");
+  if (auto e = internal::CheckToolChoice(req.tools, req.tool_choice)) return *e;
+  if (!req.tools.empty() && req.tool_choice.mode != ToolChoiceMode::kNone && req.options.structured.constrained() &&
+      (req.tool_choice.mode != ToolChoiceMode::kAuto)) {
+    return InvalidValue(req.options.structured.param(),
+                        "Invalid '" + std::string(req.options.structured.param()) +
+                            "': cannot be combined with tool_choice 'required' or a named function.");
+  }
   if (auto e = internal::FinishGenerationOptions(body, &req.options)) return *e;
   if (top_logprobs) {
     if (!req.logprobs) {

@@ -12,6 +12,7 @@
 
 #include "api/api_error.h"
 #include "api/generation_options.h"
+#include "api/tools.h"
 
 namespace pagoda::api {
 
@@ -23,10 +24,13 @@ const char* ChatRoleName(ChatRole role);
 struct ChatMessage {
   ChatRole role = ChatRole::kUser;
   // A string, or the "text" parts of a content array joined with "\n".
-  // "" for an assistant message whose content was null.
+  // "" for an assistant message whose content was null (content_null).
   std::string content;
+  bool content_null = false;
   std::optional<std::string> name;
   std::optional<std::string> tool_call_id;  // tool messages
+  std::vector<ToolCall> tool_calls;          // assistant messages
+  std::optional<std::string> reasoning_content;  // assistant messages (echoed back)
 };
 
 struct ChatCompletionRequest {
@@ -34,6 +38,9 @@ struct ChatCompletionRequest {
   std::vector<ChatMessage> messages;  // at least one
   bool logprobs = false;
   int top_logprobs = 0;  // [0, limits.max_top_logprobs]; needs logprobs
+  std::vector<ToolFunction> tools;
+  ToolChoice tool_choice;  // auto unless given
+  bool parallel_tool_calls = true;
 };
 
 ApiResult<ChatCompletionRequest> ParseChatCompletionRequest(std::string_view body, const RequestLimits& limits = {});

@@ -42,8 +42,17 @@ json ChatLogprobsToJson(const std::vector<TokenLogprob>& tokens) {
 json ChatCompletion::ToJson() const {
   json cs = json::array();
   for (const ChatChoice& c : choices) {
+    json message{{"role", "assistant"},
+                 {"content", c.content.empty() && !c.tool_calls.empty() ? json(nullptr) : json(c.content)},
+                 {"refusal", nullptr}};
+    if (c.reasoning_content) message["reasoning_content"] = *c.reasoning_content;
+    if (!c.tool_calls.empty()) {
+      json calls = json::array();
+      for (const ToolCall& t : c.tool_calls) calls.push_back(ToolCallToJson(t));
+      message["tool_calls"] = std::move(calls);
+    }
     cs.push_back(json{{"index", c.index},
-                      {"message", {{"role", "assistant"}, {"content", c.content}, {"refusal", nullptr}}},
+                      {"message", std::move(message)},
                       {"logprobs", c.logprobs ? ChatLogprobsToJson(*c.logprobs) : json(nullptr)},
                       {"finish_reason", FinishReasonName(c.finish_reason)}});
   }
@@ -62,6 +71,12 @@ json ChatCompletionChunk::ToJson() const {
     json delta = json::object();
     if (c.role) delta["role"] = *c.role;
     if (c.content) delta["content"] = *c.content;
+    if (c.reasoning_content) delta["reasoning_content"] = *c.reasoning_content;
+    if (!c.tool_calls.empty()) {
+      json calls = json::array();
+      for (const ToolCallDelta& t : c.tool_calls) calls.push_back(ToolCallDeltaToJson(t));
+      delta["tool_calls"] = std::move(calls);
+    }
     cs.push_back(json{{"index", c.index},
                       {"delta", std::move(delta)},
                       {"logprobs", c.logprobs ? ChatLogprobsToJson(*c.logprobs) : json(nullptr)},
@@ -111,6 +126,19 @@ std::string ChatStreamFormatter::ContentChunk(int index, std::string_view text,
   ChatChunkChoice choice;
   choice.index = index;
   choice.content = std::string(text);
+  if (logprobs) choice.logprobs = *logprobs;
+  c.choices.push_back(std::move(choice));
+  return DumpJson(c.ToJson());
+}
+
+std::string ChatStreamFormatter::DeltaChunk(int index, const ChatDelta& delta,
+                                            const std::vector<TokenLogprob>* logprobs) const {
+  ChatCompletionChunk c = Base();
+  ChatChunkChoice choice;
+  choice.index = index;
+  if (!delta.content.empty()) choice.content = delta.content;
+  if (!delta.reasoning.empty()) choice.reasoning_content = delta.reasoning;
+  choice.tool_calls = delta.tool_calls;
   if (logprobs) choice.logprobs = *logprobs;
   c.choices.push_back(std::move(choice));
   return DumpJson(c.ToJson());

@@ -13,14 +13,17 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "api/response_common.h"
+#include "api/tools.h"
 
 namespace pagoda::api {
 
 struct ChatChoice {
   int index = 0;
-  std::string content;
+  std::string content;  // null on the wire when empty and there are tool calls
   FinishReason finish_reason = FinishReason::kStop;
   std::optional<std::vector<TokenLogprob>> logprobs;  // when the request asked for logprobs
+  std::optional<std::string> reasoning_content;  // the text between the thinking markers
+  std::vector<ToolCall> tool_calls;
 };
 
 struct ChatCompletion {
@@ -38,6 +41,8 @@ struct ChatChunkChoice {
   int index = 0;
   std::optional<std::string> role;     // "assistant" in a choice's first chunk
   std::optional<std::string> content;  // absent in the final chunk's empty delta
+  std::optional<std::string> reasoning_content;
+  std::vector<ToolCallDelta> tool_calls;
   std::optional<FinishReason> finish_reason;
   std::optional<std::vector<TokenLogprob>> logprobs;
 };
@@ -59,6 +64,15 @@ struct ChatCompletionChunk {
 // {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}], "refusal": null}
 nlohmann::json ChatLogprobsToJson(const std::vector<TokenLogprob>& tokens);
 
+// What one step of a choice adds: answer text, reasoning text, tool-call
+// pieces (each may be empty).
+struct ChatDelta {
+  std::string content;
+  std::string reasoning;
+  std::vector<ToolCallDelta> tool_calls;
+  bool empty() const { return content.empty() && reasoning.empty() && tool_calls.empty(); }
+};
+
 // The SSE payloads of one chat stream, in order, per choice:
 // RoleChunk, ContentChunk..., FinishChunk; then UsageChunk (when
 // include_usage) and finally kSseDone. Thread-compatible (const methods).
@@ -70,6 +84,8 @@ class ChatStreamFormatter {
   std::string RoleChunk(int index) const;  // delta {"role": "assistant", "content": ""}
   std::string ContentChunk(int index, std::string_view text,
                            const std::vector<TokenLogprob>* logprobs = nullptr) const;
+  // Content, reasoning_content and tool_calls of `delta` (those non-empty).
+  std::string DeltaChunk(int index, const ChatDelta& delta, const std::vector<TokenLogprob>* logprobs = nullptr) const;
   std::string FinishChunk(int index, FinishReason reason) const;  // empty delta
   std::string UsageChunk(const Usage& usage) const;             // choices: []
   bool include_usage() const { return include_usage_; }

@@ -1,4 +1,5 @@
 #include "api/completion_request.h"
+#include "api/tools.h"
 
 #include <limits>
 
@@ -81,7 +82,12 @@ MaybeError ReadPrompt(const json& v, std::vector<CompletionPrompt>* out) {
 ApiResult<CompletionRequest> ParseCompletionRequest(std::string_view body, const RequestLimits& limits) {
   auto parsed = ParseJsonObject(body);
   if (!parsed.ok()) return parsed.error();
-  return ParseCompletionJson(parsed.value(), limits);
+  auto req = ParseCompletionJson(parsed.value(), limits);
+  if (req.ok()) {
+    std::vector<ToolFunction> no_tools;
+    internal::RestoreSchemaKeyOrder(body, &req.value().options.structured.response_format, &no_tools);
+  }
+  return req;
 }
 
 ApiResult<CompletionRequest> ParseCompletionJson(const json& body, const RequestLimits& limits) {

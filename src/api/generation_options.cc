@@ -103,7 +103,7 @@ FieldOutcome ReadGenerationField(std::string_view key, const json& v, const Requ
     static constexpr std::string_view kNullable[] = {
         "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
         "frequency_penalty", "repetition_penalty", "n", "stop", "seed", "logit_bias", "stream",
-        "stream_options", "user", "safety_identifier"};
+        "stream_options", "user", "safety_identifier", "response_format", "grammar", "regex"};
     for (auto k : kNullable) {
       if (k == key) return FieldOutcome::kHandled;
     }
@@ -152,6 +152,9 @@ FieldOutcome ReadGenerationField(std::string_view key, const json& v, const Requ
   if (key == "stream") return done(ReadBool(v, key, &o->stream));
   if (key == "stream_options") return done(ReadStreamOptions(v, o));
   if (key == "user" || key == "safety_identifier") return done(ReadString(v, key, &o->user));
+  if (key == "response_format") return done(ReadResponseFormat(v, &o->structured.response_format));
+  if (key == "grammar") return done(ReadConstraintText(v, key, &o->structured.grammar));
+  if (key == "regex") return done(ReadConstraintText(v, key, &o->structured.regex));
   return FieldOutcome::kNotMine;
 }
 
@@ -161,7 +164,7 @@ std::optional<ApiError> FinishGenerationOptions(const json& body, GenerationOpti
     return InvalidValue("stream_options",
                         "Invalid 'stream_options': only allowed when 'stream' is true.");
   }
-  return std::nullopt;
+  return CheckSingleConstraint(o->structured);
 }
 
 }  // namespace pagoda::api::internal

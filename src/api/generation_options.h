@@ -15,6 +15,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "api/api_error.h"
+#include "api/structured_output.h"
 
 namespace pagoda::api {
 
@@ -50,6 +51,7 @@ struct GenerationOptions {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string user;            // opaque end-user id (also from safety_identifier)
+  StructuredOutput structured;  // response_format / grammar / regex
 };
 
 namespace internal {

@@ -15,6 +15,7 @@ const char* FinishReasonName(FinishReason reason) {
   switch (reason) {
     case FinishReason::kStop: return "stop";
     case FinishReason::kLength: return "length";
+    case FinishReason::kToolCalls: return "tool_calls";
   }
   return "stop";
 }

@@ -12,8 +12,8 @@
 
 namespace pagoda::api {
 
-enum class FinishReason { kStop, kLength };
-const char* FinishReasonName(FinishReason reason);  // "stop", "length"
+enum class FinishReason { kStop, kLength, kToolCalls };
+const char* FinishReasonName(FinishReason reason);  // "stop", "length", "tool_calls"
 
 struct Usage {
   int64_t prompt_tokens = 0;

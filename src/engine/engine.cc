@@ -28,6 +28,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
   ko.block_size = options.block_size;
   ko.type = options.kv_type;
   ko.prefix_caching = options.prefix_caching;
+  ko.integrity = options.kv_integrity;
   ko.memory_bytes = options.kv_memory_bytes;
   if (ko.memory_bytes == 0) {
     const int64_t blocks_per_seq = (options.n_ctx + options.block_size - 1) / options.block_size;
@@ -46,6 +47,9 @@ Engine::Engine(Model& model, const EngineOptions& options, std::unique_ptr<Paged
       scheduler_(*kv_, std::move(policy), SchedulerOptions{options.max_batch_tokens}) {
   logits_.resize(static_cast<size_t>(options_.max_running) * static_cast<size_t>(model_.n_vocab()));
   work_.resize(static_cast<size_t>(model_.n_vocab()));
+  // Known before the first step: /metrics reports it from the start.
+  stats_.kv_capacity_tokens = static_cast<int64_t>(kv_->pool().n_blocks()) * kv_->block_size();
+  published_.kv_capacity_tokens = stats_.kv_capacity_tokens;
 }
 
 Engine::~Engine() { Stop(); }
@@ -71,6 +75,7 @@ Status Engine::Validate(const EngineRequest& r) const {
   if (r.top_logprobs < 0 || r.top_logprobs > kMaxTopLogprobs) {
     return InvalidArgument("top_logprobs must be in [0, " + std::to_string(kMaxTopLogprobs) + "]");
   }
+  PAGODA_RETURN_IF_ERROR(ValidateConstraint(r));
   return r.sampling.ValidateForVocab(static_cast<int32_t>(n_vocab));
 }
 
@@ -91,6 +96,10 @@ Result<RequestHandle> Engine::Submit(EngineRequest request) {
     s->tokens.reserve(request.prompt.size() + static_cast<size_t>(request.max_tokens));
     s->n_prompt = static_cast<int32_t>(request.prompt.size());
     s->sampler.emplace(std::move(sampler));
+    if (request.constraint) {
+      s->grammar.emplace(request.constraint->grammar, options_.grammar_vocab);
+      s->grammar_active = request.constraint->delay_until.empty();
+    }
     seqs.push_back(std::move(s));
   }
   group->request = std::move(request);
@@ -217,6 +226,7 @@ bool Engine::RunBatch() {
   bool allow_admit = true;
   for (;;) {
     if (!scheduler_.Schedule(plan_, allow_admit)) return false;
+    if (StopCorruptSequences()) continue;  // plan again without them
     const size_t n_logits = static_cast<size_t>(plan_.n_samples) * static_cast<size_t>(model_.n_vocab());
     const Status st = model_.Forward(plan_.batch, *kv_, std::span<float>(logits_.data(), n_logits));
     if (st.ok()) break;
@@ -268,7 +278,12 @@ void Engine::SampleAndEmit(Sequence& s, const float* logits) {
   const EngineRequest& r = s.request();
   const std::span<const float> raw(logits, static_cast<size_t>(model_.n_vocab()));
   std::copy(raw.begin(), raw.end(), work_.begin());
-  const TokenId id = s.sampler->Sample(work_, s.tokens, static_cast<size_t>(s.n_prompt));
+  Result<const grammar::TokenBitmask*> mask = GrammarMask(s);
+  if (!mask.ok()) {
+    FinishWithError(&s, FinishReason::kError, mask.status());
+    return;
+  }
+  const TokenId id = s.sampler->Sample(work_, s.tokens, static_cast<size_t>(s.n_prompt), *mask);
   EngineEvent ev;
   ev.index = s.index;
   ev.token = id;
@@ -276,6 +291,7 @@ void Engine::SampleAndEmit(Sequence& s, const float* logits) {
   if (r.top_logprobs > 0) ev.top_logprobs = TopLogprobs(raw, r.top_logprobs);
   s.tokens.push_back(id);
   ++stats_.generation_tokens_total;
+  const bool grammar_done = GrammarAccept(s, id);
 
   const auto now = EngineClock::now();
   if (!s.first_token_time) {
@@ -297,6 +313,13 @@ void Engine::SampleAndEmit(Sequence& s, const float* logits) {
   }
   if (ev.is_final()) {
     Finish(&s, std::move(ev));
+  } else if (grammar_done) {
+    // The token goes out as usual; the final event carries none (kStop).
+    s.group->channel->Push(std::move(ev));
+    EngineEvent done;
+    done.index = s.index;
+    done.finish = FinishReason::kStop;
+    Finish(&s, std::move(done));
   } else {
     s.group->channel->Push(std::move(ev));
   }
@@ -330,6 +353,7 @@ void Engine::Finish(Sequence* s, EngineEvent ev) {
 void Engine::Publish() {
   stats_.requests_running = static_cast<int64_t>(scheduler_.running().size());
   stats_.kv_usage = kv_->usage();
+  stats_.kv_capacity_tokens = static_cast<int64_t>(kv_->pool().n_blocks()) * kv_->block_size();
   stats_.prefix_cache_queries = kv_->prefix_cache().stats().tokens_queried;
   stats_.prefix_cache_hits = kv_->prefix_cache().stats().tokens_hit;
   std::lock_guard lock(mu_);

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -26,8 +27,13 @@
 #include "engine/scheduler.h"
 #include "model/model.h"
 #include "model/paged_kv_cache.h"
+#include "sampling/grammar/token_bitmask.h"
 
 namespace pagoda {
+
+namespace grammar {
+class TokenVocabIndex;
+}
 
 struct EngineOptions {
   int32_t n_ctx = 2048;            // positions one sequence may reach
@@ -40,8 +46,19 @@ struct EngineOptions {
   int32_t block_size = 16;
   KvType kv_type = KvType::kF16;
   bool prefix_caching = true;
+  // KV page integrity check before every step (--kv-integrity): a sequence
+  // whose pages changed under it ends with kv::IntegrityError.
+  kv::IntegrityMode kv_integrity = kv::IntegrityMode::kCheck;
+  // Tests only (`pagoda serve --testing-kv-fault`, refused without
+  // PAGODA_TESTING=1): plants this fault once, in the first decoding sequence
+  // with 2 generated tokens (kSwap: and a second one).
+  std::optional<KvFault> testing_kv_fault;
   // Which ids end generation (the tokenizer's IsEog); may be empty.
   std::function<bool(TokenId)> is_eog;
+  // The tokenizer's vocabulary for grammar constraints, built once with
+  // grammar::TokenVocabIndex::Build(tokenizer); requests with a constraint
+  // are rejected without it.
+  std::shared_ptr<const grammar::TokenVocabIndex> grammar_vocab;
 };
 
 class Engine {
@@ -76,11 +93,17 @@ class Engine {
   const PagedKvCache& kv_cache() const { return *kv_; }
   const Scheduler& scheduler() const { return scheduler_; }
   const EngineOptions& options() const { return options_; }
+  // Tests only, without Start: plants a KV fault (model/paged_kv_cache.h) in
+  // the running sequence `index` of request `request_id` (kSwap: swapped
+  // with sequence 0 of `other_request_id`). NotFound when not running.
+  Status InjectKvFaultForTesting(KvFault kind, const std::string& request_id, int32_t index = 0,
+                                 const std::string& other_request_id = "");
 
  private:
   Engine(Model& model, const EngineOptions& options, std::unique_ptr<PagedKvCache> kv,
          std::unique_ptr<SchedulerPolicy> policy);
   Status Validate(const EngineRequest& r) const;
+  Status ValidateConstraint(const EngineRequest& r) const;  // engine_grammar.cc
   void Loop();
   bool StepOnce();
   // Ends every queued and running sequence with an error (the engine stopped).
@@ -89,8 +112,19 @@ class Engine {
   void ReapCancelledAndExpired(EngineClock::time_point now);
   // Runs one forward pass, preempting on a full KV cache; false when idle.
   bool RunBatch();
+  // The batched page-integrity check of plan_ (engine_integrity.cc): stops
+  // every scheduled sequence that fails it; true if any did (plan again).
+  bool StopCorruptSequences();
+  void MaybePlantTestingFault();
   void NoteAdmitted(Sequence& s);
   void SampleAndEmit(Sequence& s, const float* logits);
+  // Grammar constraint steps of SampleAndEmit (engine_grammar.cc). Returns the
+  // mask to sample under (nullptr: unconstrained), or an error when no token
+  // may follow.
+  Result<const grammar::TokenBitmask*> GrammarMask(Sequence& s);
+  // After sampling `id`: advances the grammar (or watches for delay_until);
+  // true when the grammar is complete and nothing may follow.
+  bool GrammarAccept(Sequence& s, TokenId id);
   // Sends the sequence's final event and removes it.
   void Finish(Sequence* s, EngineEvent event);
   void FinishWithError(Sequence* s, FinishReason reason, Status error);
@@ -103,7 +137,11 @@ class Engine {
   StepPlan plan_;
   std::vector<float> logits_;  // [max_running, n_vocab]
   std::vector<float> work_;    // [n_vocab]
+  grammar::TokenBitmask grammar_mask_;  // SampleAndEmit scratch
   EngineStats stats_;          // engine thread's copy
+  std::vector<int32_t> integrity_seqs_;  // StopCorruptSequences scratch
+  std::vector<kv::IntegrityFailure> integrity_failures_;
+  bool testing_fault_planted_ = false;
 
   // Shared with Submit / Stop / stats.
   mutable std::mutex mu_;

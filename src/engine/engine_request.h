@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,25 @@
 #include "sampling/sampling_params.h"
 
 namespace pagoda {
+
+namespace grammar {
+class Grammar;
+}
+
+// Structured output enforced while decoding (sampling/grammar/): each token
+// is sampled from the tokens the grammar allows (logprobs stay the model's
+// raw distribution). Needs EngineOptions::grammar_vocab. The sequence
+// finishes with kStop once the grammar is complete and nothing may follow,
+// with an error ("grammar allows no next token") if no token can continue,
+// and the budget is managed so that max_tokens never cuts a structure short
+// (docs/GRAMMAR.md).
+struct GrammarConstraint {
+  std::shared_ptr<const grammar::Grammar> grammar;
+  // Non-empty: the grammar applies only after these bytes have appeared in
+  // the generated text (e.g. "</think>" for reasoning models); the tokens up
+  // to and including them are unconstrained.
+  std::string delay_until;
+};
 
 struct EngineRequest {
   std::string id;                  // for logs and the response; never the prompt
@@ -37,11 +57,13 @@ struct EngineRequest {
   // priority to pick a preemption victim.
   int32_t priority = 0;            // higher is more important
   std::string tenant;
+  std::optional<GrammarConstraint> constraint;  // structured output (per sequence state)
 };
 
 enum class FinishReason : uint8_t {
   kNone,       // not finished: a token event
-  kStop,       // a stop token (the event's token is that stop token)
+  kStop,       // a stop token (the event's token is that stop token), or a grammar
+               // constraint completed (token -1: its last token came in the previous event)
   kLength,     // max_tokens or the context size reached
   kEog,        // an end-of-generation token (the event's token is it)
   kCancelled,  // the consumer cancelled (client disconnect)

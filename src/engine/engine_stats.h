@@ -35,6 +35,7 @@ struct EngineStats {
   int64_t requests_running = 0;  // sequences holding a KV slot
   int64_t requests_waiting = 0;  // sequences submitted or preempted, not yet admitted
   double kv_usage = 0;           // blocks held by live sequences / all blocks (0-1)
+  int64_t kv_capacity_tokens = 0;  // positions the KV block pool holds (blocks x block size)
   // Counters.
   int64_t prefix_cache_queries = 0;  // prompt tokens looked up (tokens)
   int64_t prefix_cache_hits = 0;     // of those, served from cached blocks
@@ -47,6 +48,7 @@ struct EngineStats {
   int64_t preemptions_total = 0;
   int64_t steps_total = 0;
   int64_t step_tokens_total = 0;        // tokens of all batches (vLLM iteration_tokens)
+  int64_t kv_integrity_failures_total = 0;  // sequences stopped by the KV page integrity check
   // Histograms (seconds).
   Histogram time_to_first_token{TtftBuckets()};
   Histogram inter_token_latency{InterTokenBuckets()};

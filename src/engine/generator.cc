@@ -70,7 +70,7 @@ Result<GenerateResult> Generator::Generate(const GenerateRequest& req, const Tok
     if (static_cast<int32_t>(res.tokens.size()) >= req.max_tokens) { res.stop = StopReason::kLength; break; }
     if (pos >= n_ctx_) { res.stop = StopReason::kContext; break; }
     batch_.Clear();
-    batch_.Add(id, pos, 0, true);
+    batch_.Add(id, pos, 0, true, /*is_decode=*/true);
     PAGODA_RETURN_IF_ERROR(model_.Forward(batch_, *kv_, logits_));
     ++pos;
   }

@@ -22,9 +22,12 @@ void Scheduler::AddWaiting(std::unique_ptr<Sequence> seq) {
 
 void Scheduler::AddChunk(StepPlan& plan, Sequence* s, int32_t n, int32_t& budget, int32_t& blocks) const {
   const bool sample = n == s->n_pending();
+  // A decode token: the one new token of a sequence past its prompt (a
+  // preempted sequence's recomputation is prefill again).
+  const bool decode = n == 1 && sample && s->n_computed >= s->n_prompt;
   for (int32_t i = 0; i < n; ++i) {
     const int32_t p = s->n_computed + i;
-    plan.batch.Add(s->tokens[p], p, s->slot, sample && i + 1 == n);
+    plan.batch.Add(s->tokens[p], p, s->slot, sample && i + 1 == n, decode);
   }
   plan.chunks.push_back(ScheduledChunk{s, s->n_computed, n, sample});
   plan.n_samples += sample;

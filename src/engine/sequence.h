@@ -13,6 +13,7 @@
 
 #include "engine/engine_request.h"
 #include "engine/request_channel.h"
+#include "sampling/grammar/token_matcher.h"
 #include "sampling/sampler.h"
 
 namespace pagoda {
@@ -42,6 +43,11 @@ struct Sequence {
   int32_t slot = -1;        // KV sequence id while running, else -1
   bool admitted_once = false;
   std::optional<Sampler> sampler;
+  // EngineRequest::constraint: this sequence's grammar state; active once
+  // delay_until has appeared (grammar_tail holds the last bytes seen so far).
+  std::optional<grammar::TokenMatcher> grammar;
+  bool grammar_active = false;
+  std::string grammar_tail;
   std::optional<EngineClock::time_point> first_token_time;
   EngineClock::time_point last_token_time;
 

@@ -20,31 +20,46 @@ Result<SpeedBenchResult> RunSpeedBench(Model& model, const SpeedBenchOptions& op
   if (opt.n_prompt < 0 || opt.n_gen < 0 || opt.repetitions <= 0) {
     return InvalidArgument("bench sizes must be >= 0 and repetitions > 0");
   }
-  const int32_t n_ctx = std::max(opt.n_prompt, opt.n_gen) + 1;
-  PAGODA_ASSIGN_OR_RETURN(auto kv, ContiguousKvCache::Create(model.kv_cache_spec(), 1, n_ctx, opt.kv_type));
-  std::vector<float> logits(static_cast<size_t>(model.n_vocab()));
+  if (opt.n_depth < 0) return InvalidArgument("bench depth must be >= 0");
+  if (opt.n_parallel <= 0 || opt.n_parallel > 4096) return InvalidArgument("bench parallel must be in [1, 4096]");
+  const int32_t n_ctx = opt.n_depth + std::max(opt.n_prompt, opt.n_gen) + 1;
+  const int32_t n_par = opt.n_parallel;
+  PAGODA_ASSIGN_OR_RETURN(auto kv, ContiguousKvCache::Create(model.kv_cache_spec(), n_par, n_ctx, opt.kv_type));
+  std::vector<float> logits(static_cast<size_t>(model.n_vocab()) * static_cast<size_t>(n_par));
   std::mt19937_64 rng(opt.seed);
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(model.n_vocab() - 1));
   Batch batch;
   SpeedBenchResult res;
 
+  // Empties the cache and prefills n_depth random tokens into each of the
+  // n_parallel sequences, untimed.
+  auto reset = [&]() -> Status {
+    for (int32_t s = 0; s < n_par; ++s) {
+      kv->RemoveSequence(s);
+      if (opt.n_depth == 0) continue;
+      batch.Clear();
+      for (int32_t i = 0; i < opt.n_depth; ++i) batch.Add(tok(rng), i, s, i + 1 == opt.n_depth);
+      PAGODA_RETURN_IF_ERROR(model.Forward(batch, *kv, logits));
+    }
+    return Status::Ok();
+  };
   auto run_pp = [&]() -> Result<double> {
-    kv->RemoveSequence(0);
+    PAGODA_RETURN_IF_ERROR(reset());
     batch.Clear();
-    for (int32_t i = 0; i < opt.n_prompt; ++i) batch.Add(tok(rng), i, 0, i + 1 == opt.n_prompt);
+    for (int32_t i = 0; i < opt.n_prompt; ++i) batch.Add(tok(rng), opt.n_depth + i, 0, i + 1 == opt.n_prompt);
     auto t0 = Clock::now();
     PAGODA_RETURN_IF_ERROR(model.Forward(batch, *kv, logits));
     return opt.n_prompt / std::chrono::duration<double>(Clock::now() - t0).count();
   };
   auto run_tg = [&]() -> Result<double> {
-    kv->RemoveSequence(0);
+    PAGODA_RETURN_IF_ERROR(reset());
     auto t0 = Clock::now();
     for (int32_t i = 0; i < opt.n_gen; ++i) {
       batch.Clear();
-      batch.Add(tok(rng), i, 0, true);
+      for (int32_t s = 0; s < n_par; ++s) batch.Add(tok(rng), opt.n_depth + i, s, true, /*is_decode=*/true);
       PAGODA_RETURN_IF_ERROR(model.Forward(batch, *kv, logits));
     }
-    return opt.n_gen / std::chrono::duration<double>(Clock::now() - t0).count();
+    return static_cast<double>(n_par) * opt.n_gen / std::chrono::duration<double>(Clock::now() - t0).count();
   };
 
   if (opt.n_prompt > 0) {

@@ -4,8 +4,11 @@
 //   for each layer l: K [block_size, k_width(l)] then V [block_size, v_width(l)]
 // elements of the pool's KvType, each region starting on a 64-byte line, so
 // copying one block out (offload, transfer, copy-on-write) is one memcpy.
-// A quantized type (fp8/int8) adds its per-block scales as further regions
-// of the layout here; nothing outside the pool depends on the offsets.
+// A scaled type (fp8_e4m3, int8) adds one more region at the end of the
+// block: its scales, one f32 per (layer, K or V, kv head)
+//   for each layer l: K scales [n_head_kv(l)] then V scales [n_head_kv(l)]
+// (see docs/KV_CACHE.md); Allocate zeroes them (0: nothing stored yet).
+// Nothing outside the pool depends on the offsets.
 //
 // Block states:
 //   held    ref_count > 0: in some sequence's block table
@@ -21,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "base/status.h"
@@ -34,6 +38,7 @@ inline constexpr BlockId kNoBlock = -1;
 struct KvLayerWidths {
   int64_t k = 0;  // elements per position: n_head_kv * head_dim_k
   int64_t v = 0;  // 0: the layer stores no V (MLA latent)
+  int32_t n_head_kv = 1;  // scale groups of a row (scaled types); divides k and v
 };
 
 struct BlockPoolOptions {
@@ -88,6 +93,13 @@ class BlockPool {
   int32_t ref_count(BlockId b) const { return ref_[Checked(b)]; }
   bool cached(BlockId b) const { return cached_[Checked(b)] != 0; }
   uint32_t integrity_tag(BlockId b) const { return tag_[Checked(b)]; }
+  // All tags and ref counts, indexed by block id: the batched integrity check
+  // (kv/integrity_tracker.h) reads them without a bounds check per block.
+  std::span<const uint32_t> integrity_tags() const { return tag_; }
+  std::span<const int32_t> ref_counts() const { return ref_; }
+  // Tests only: bumps a held block's tag behind its holders' backs (the
+  // "retagged" fault the integrity check must catch).
+  void RetagForTesting(BlockId b) { ++tag_[Checked(b)]; }
   // Cached idle blocks, least recently released first (tests, offload later).
   std::vector<BlockId> LruOrder() const;
 
@@ -97,6 +109,9 @@ class BlockPool {
   const void* data(BlockId b) const { return base_ + Checked(b) * block_bytes_; }
   void* k(BlockId b, int l) { return base_ + Checked(b) * block_bytes_ + k_offset_[l]; }
   void* v(BlockId b, int l) { return base_ + Checked(b) * block_bytes_ + v_offset_[l]; }
+  // Scaled types: layer l's K / V scales of the block, [n_head_kv] floats.
+  float* k_scales(BlockId b, int l) { return ScalesAt(b, l, 0); }
+  float* v_scales(BlockId b, int l) { return ScalesAt(b, l, layers_[l].n_head_kv); }
 
  private:
   BlockPool() = default;
@@ -104,6 +119,11 @@ class BlockPool {
     PAGODA_CHECK(b >= 0 && b < n_blocks_) << "block id " << b << " outside [0, " << n_blocks_ << ")";
     return b;
   }
+  float* ScalesAt(BlockId b, int l, int32_t extra) {
+    PAGODA_CHECK(kernels::KvTypeHasScales(type_)) << "scales of an unscaled KV type";
+    return reinterpret_cast<float*>(base_ + Checked(b) * block_bytes_ + scale_offset_[l]) + extra;
+  }
+  void ClearScales(BlockId b);
   void LruUnlink(BlockId b);
   void LruPushBack(BlockId b);
 
@@ -112,6 +132,8 @@ class BlockPool {
   std::vector<KvLayerWidths> layers_;
   std::vector<int64_t> k_offset_;  // bytes from the block start, per layer
   std::vector<int64_t> v_offset_;
+  std::vector<int64_t> scale_offset_;  // scaled types: layer l's K scales, in bytes
+  int64_t scale_bytes_ = 0;            // the whole scale region (0: unscaled type)
   int64_t block_bytes_ = 0;
   int32_t n_blocks_ = 0;
   char* base_ = nullptr;  // owned: aligned_alloc, freed in the destructor

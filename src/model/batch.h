@@ -4,6 +4,9 @@
 // positions [0, positions[i]] of its own sequence, so a sequence's earlier
 // positions must be in the KV cache already or earlier in this batch.
 // Logits are produced for the tokens with want_logits set, in batch order.
+// decode[i] marks the single new token of a sequence that is generating (as
+// opposed to prompt / recompute tokens); with --decode-weights those tokens
+// go through the decode copy of the weights. Empty = every token is prefill.
 // The engine thread builds and reuses one Batch (Clear() keeps capacity).
 #pragma once
 
@@ -17,18 +20,21 @@ struct Batch {
   std::vector<int32_t> positions;    // [n_tokens]
   std::vector<int32_t> seq_ids;      // [n_tokens]
   std::vector<uint8_t> want_logits;  // [n_tokens], 0 or 1
+  std::vector<uint8_t> decode;       // [n_tokens] 0 or 1, or empty
 
   void Clear() {
     tokens.clear();
     positions.clear();
     seq_ids.clear();
     want_logits.clear();
+    decode.clear();
   }
-  void Add(int32_t token, int32_t position, int32_t seq_id, bool logits) {
+  void Add(int32_t token, int32_t position, int32_t seq_id, bool logits, bool is_decode = false) {
     tokens.push_back(token);
     positions.push_back(position);
     seq_ids.push_back(seq_id);
     want_logits.push_back(logits ? 1 : 0);
+    decode.push_back(is_decode ? 1 : 0);
   }
   int64_t size() const { return static_cast<int64_t>(tokens.size()); }
   int64_t n_outputs() const {

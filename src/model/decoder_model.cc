@@ -58,11 +58,19 @@ DecoderModel::DecoderModel(std::shared_ptr<const GgufFile> file, ModelConfig con
   seq_fill_.reserve(max_tokens_);
   attn_seqs_.resize(max_tokens_);
   out_rows_.reserve(max_tokens_);
+  out_decode_.reserve(max_tokens_);
+  runs_.resize(max_tokens_);
+  out_runs_.resize(max_tokens_);
+}
+
+DecodeWeightsInfo DecoderModel::decode_weights_info() const {
+  return w_.decode_store ? w_.decode_store->info() : DecodeWeightsInfo{};
 }
 
 Status DecoderModel::Validate(const Batch& b, const KvCache& kv, std::span<float> logits) const {
   const size_t n = b.tokens.size();
-  if (b.positions.size() != n || b.seq_ids.size() != n || b.want_logits.size() != n) {
+  if (b.positions.size() != n || b.seq_ids.size() != n || b.want_logits.size() != n ||
+      (!b.decode.empty() && b.decode.size() != n)) {
     return InvalidArgument("batch arrays differ in length");
   }
   if (kv.spec() != kv_spec_) return InvalidArgument("KV cache layout does not match the model");
@@ -128,10 +136,19 @@ float* DecoderModel::ForwardMicroBatch(const Batch& b, int64_t start, int64_t n,
                                        x + t * n_embd, n_embd);
     PAGODA_CHECK(st.ok()) << st.ToString();  // type checked at load
   }
+  // Without decode copies every run is one: the phases share the weights.
+  const bool one_set = w_.decode_store == nullptr;
+  const uint8_t* decode = b.decode.empty() ? nullptr : b.decode.data() + start;
   out_rows_.clear();
+  out_decode_.clear();
   for (int64_t t = 0; t < n; ++t) {
-    if (b.want_logits[start + t]) out_rows_.push_back(static_cast<int32_t>(t));
+    if (!b.want_logits[start + t]) continue;
+    out_rows_.push_back(static_cast<int32_t>(t));
+    out_decode_.push_back(decode != nullptr ? decode[t] : 0);
   }
+  const int n_runs = SplitPhaseRuns(decode, n, one_set, runs_.data());
+  const int n_out_runs = SplitPhaseRuns(out_decode_.data(), static_cast<int64_t>(out_rows_.size()), one_set,
+                                        out_runs_.data());
   GroupBySequence(seq_ids, n);
   const int n_half = static_cast<int>(config_.n_rot / 2);
   kernels::RopeTables(inv_freq_.data(), n_half, positions, n, rope_cos_.data(), rope_sin_.data());
@@ -148,6 +165,7 @@ float* DecoderModel::ForwardMicroBatch(const Batch& b, int64_t start, int64_t n,
   ctx.rope_sin = rope_sin_.data();
   ctx.attn_seqs = attn_seqs_.data();
   ctx.scratch = layer_scratch_.data();
+  ctx.runs = std::span<const PhaseRun>(runs_.data(), n_runs);
 
   const int64_t n_out = static_cast<int64_t>(out_rows_.size());
   for (int64_t l = 0; l < config_.n_layer; ++l) {
@@ -164,6 +182,7 @@ float* DecoderModel::ForwardMicroBatch(const Batch& b, int64_t start, int64_t n,
       ctx.positions = nullptr;
       ctx.seq_ids = nullptr;
       ctx.n_seqs = 0;
+      ctx.runs = std::span<const PhaseRun>(out_runs_.data(), n_out_runs);
       if (n_out == 0) return logits;
     }
     kernels::RmsNorm(x, blk.ffn_norm, config_.rms_eps, ctx.n_tokens, n_embd, xn);
@@ -171,7 +190,8 @@ float* DecoderModel::ForwardMicroBatch(const Batch& b, int64_t start, int64_t n,
     AddInPlace(x, y, ctx.n_tokens * n_embd);
   }
   kernels::RmsNorm(x, w_.output_norm, config_.rms_eps, n_out, n_embd, xn);
-  kernels::MatMul(w_.output, xn, n_out, logits, pool_);
+  // ctx.runs are the output rows' runs here (the last layer compacted them).
+  PhasedMatMul(w_.output, xn, std::span<const PhaseRun>(out_runs_.data(), n_out_runs), logits, pool_);
   return logits + n_out * config_.n_vocab;
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "model/decode_weight_store.h"
 #include "model/float_buffer.h"
 #include "model/layers/layer.h"
 #include "model/model.h"
@@ -26,7 +27,10 @@ struct DecoderWeights {
   TensorView token_embd;                // [n_embd, n_vocab]
   std::vector<DecoderBlock> blocks;     // [n_layer]
   const float* output_norm = nullptr;   // [n_embd]
-  TensorView output;                    // [n_embd -> n_vocab]; token_embd when tied
+  PhasedWeight output;                  // [n_embd -> n_vocab]; token_embd when tied
+  // Owns the decode copies the layers' PhasedWeights point to; null without
+  // --decode-weights.
+  std::unique_ptr<DecodeWeightStore> decode_store;
 };
 
 class DecoderModel final : public Model {
@@ -39,6 +43,7 @@ class DecoderModel final : public Model {
   const ModelConfig& config() const override { return config_; }
   const KvCacheSpec& kv_cache_spec() const override { return kv_spec_; }
   Status Forward(const Batch& batch, KvCache& kv, std::span<float> logits) override;
+  DecodeWeightsInfo decode_weights_info() const override;
 
  private:
   DecoderModel(std::shared_ptr<const GgufFile> file, ModelConfig config, DecoderWeights weights,
@@ -67,6 +72,9 @@ class DecoderModel final : public Model {
   std::vector<int32_t> seq_fill_;
   std::vector<kernels::AttentionSeq> attn_seqs_;
   std::vector<int32_t> out_rows_;    // rows of the micro-batch that need logits
+  std::vector<uint8_t> out_decode_;  // decode flags of out_rows_
+  std::vector<PhaseRun> runs_;       // phase runs of the micro-batch
+  std::vector<PhaseRun> out_runs_;   // phase runs of out_rows_
 };
 
 }  // namespace pagoda

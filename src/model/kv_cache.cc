@@ -1,5 +1,6 @@
 #include "model/kv_cache.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -18,6 +19,10 @@ Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::Create(const KvCac
   // Each region rounded up to 64 bytes so every row base stays 64-byte aligned
   // when rows are multiples of 64 bytes. Sizes below count elements.
   const int64_t elem = kernels::KvTypeSize(type);
+  const bool scaled = kernels::KvTypeHasScales(type);
+  const int32_t group = kernels::kKvScaleGroup;
+  // Scaled types rewrite whole groups (rescaling): the last group is complete.
+  const int64_t n_alloc = scaled ? (int64_t{n_ctx} + group - 1) / group * group : n_ctx;
   const int64_t per_line = 64 / elem;
   auto round_line = [per_line](int64_t n) { return (n + per_line - 1) / per_line * per_line; };
   int64_t total = 0;
@@ -27,8 +32,8 @@ Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::Create(const KvCac
     }
     // k_width <= 2^31 * 2^31 and n_ctx < 2^31 could still overflow: check each step.
     int64_t k = 0, v = 0, per_seq = 0, all = 0;
-    if (__builtin_mul_overflow(l.k_width(), int64_t{n_ctx}, &k) ||
-        __builtin_mul_overflow(l.v_width(), int64_t{n_ctx}, &v) ||
+    if (__builtin_mul_overflow(l.k_width(), n_alloc, &k) ||
+        __builtin_mul_overflow(l.v_width(), n_alloc, &v) ||
         __builtin_add_overflow(k, v, &per_seq) ||
         __builtin_mul_overflow(per_seq + 2 * per_line, int64_t{n_seq_max}, &all) ||
         __builtin_add_overflow(total, all, &total) || total > (int64_t{1} << 40) / elem) {
@@ -53,9 +58,35 @@ Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::Create(const KvCac
   for (const KvLayerSpec& l : spec.layers) {
     for (int32_t s = 0; s < n_seq_max; ++s) {
       cache->k_base_.push_back(p);
-      p += round_line(l.k_width() * n_ctx) * elem;
+      p += round_line(l.k_width() * n_alloc) * elem;
       cache->v_base_.push_back(p);
-      p += round_line(l.v_width() * n_ctx) * elem;
+      p += round_line(l.v_width() * n_alloc) * elem;
+    }
+  }
+  if (scaled) {
+    const int64_t n_groups = n_alloc / group;
+    int64_t n_scales = 0;
+    for (const KvLayerSpec& l : spec.layers) n_scales += 2 * n_groups * l.n_head_kv * n_seq_max;
+    cache->scales_.assign(static_cast<size_t>(n_scales), 0.0f);
+    float* sc = cache->scales_.data();
+    const size_t n_views = spec.layers.size() * static_cast<size_t>(n_seq_max);
+    cache->k_groups_.resize(n_views);
+    cache->v_groups_.resize(n_views);
+    cache->k_group_scales_.resize(n_views);
+    cache->v_group_scales_.resize(n_views);
+    for (size_t li = 0; li < spec.layers.size(); ++li) {
+      const KvLayerSpec& l = spec.layers[li];
+      for (int32_t s = 0; s < n_seq_max; ++s) {
+        const size_t i = li * n_seq_max + s;
+        for (int64_t g = 0; g < n_groups; ++g) {
+          cache->k_groups_[i].push_back(static_cast<char*>(cache->k_base_[i]) + g * group * l.k_width());
+          cache->v_groups_[i].push_back(static_cast<char*>(cache->v_base_[i]) + g * group * l.v_width());
+          cache->k_group_scales_[i].push_back(sc);
+          sc += l.n_head_kv;
+          cache->v_group_scales_[i].push_back(sc);
+          sc += l.n_head_kv;
+        }
+      }
     }
   }
   return cache;
@@ -95,14 +126,29 @@ void* ContiguousKvCache::Element(void* base, int64_t width, int32_t pos) const {
   return static_cast<char*>(base) + pos * width * kernels::KvTypeSize(type_);
 }
 
+void ContiguousKvCache::Write(bool is_k, int layer, int32_t seq, int32_t pos, const float* row) {
+  const KvLayerSpec& l = spec_.layers[layer];
+  const int64_t width = is_k ? l.k_width() : l.v_width();
+  const size_t i = static_cast<size_t>(layer) * n_seq_max_ + seq;
+  if (kernels::KvTypeHasScales(type_)) {
+    const int32_t group = kernels::kKvScaleGroup;
+    const auto& groups = is_k ? k_groups_[i] : v_groups_[i];
+    float* scales = (is_k ? k_group_scales_[i] : v_group_scales_[i])[pos / group];
+    kernels::StoreKvRowQuantized(row, l.n_head_kv, is_k ? l.head_dim_k : l.head_dim_v, type_,
+                                 static_cast<uint8_t*>(groups[pos / group]), width, group,
+                                 pos % group, scales);
+    return;
+  }
+  kernels::StoreKvRow(row, width, type_, Element(is_k ? k_base_[i] : v_base_[i], width, pos));
+}
+
 void ContiguousKvCache::WriteK(int layer, int32_t seq, int32_t pos, const float* row) {
-  const int64_t width = spec_.layers[layer].k_width();
-  kernels::StoreKvRow(row, width, type_, Element(k_base_[layer * n_seq_max_ + seq], width, pos));
+  Write(true, layer, seq, pos, row);
 }
 
 void ContiguousKvCache::WriteV(int layer, int32_t seq, int32_t pos, const float* row) {
-  const int64_t width = spec_.layers[layer].v_width();
-  kernels::StoreKvRow(row, width, type_, Element(v_base_[layer * n_seq_max_ + seq], width, pos));
+  if (spec_.layers[layer].head_dim_v == 0) return;
+  Write(false, layer, seq, pos, row);
 }
 
 kernels::KvView ContiguousKvCache::View(int layer, int32_t seq) const {
@@ -116,12 +162,33 @@ kernels::KvView ContiguousKvCache::View(int layer, int32_t seq) const {
   v.k_head_stride = l.head_dim_k;
   v.v_pos_stride = l.v_width();
   v.v_head_stride = l.head_dim_v;
+  if (kernels::KvTypeHasScales(type_)) {
+    const size_t i = static_cast<size_t>(layer) * n_seq_max_ + seq;
+    v.k_blocks = k_groups_[i].data();
+    v.v_blocks = v_groups_[i].data();
+    v.k_scales = k_group_scales_[i].data();
+    v.v_scales = v_group_scales_[i].data();
+    v.block_size = kernels::kKvScaleGroup;
+  }
   return v;
 }
 
 void ContiguousKvCache::Truncate(int32_t seq, int32_t n_pos) {
   PAGODA_CHECK(seq >= 0 && seq < n_seq_max_ && n_pos >= 0);
-  if (n_pos < length_[seq]) length_[seq] = n_pos;
+  if (n_pos >= length_[seq]) return;
+  length_[seq] = n_pos;
+  if (kernels::KvTypeHasScales(type_)) {
+    // Groups past the kept positions start afresh, as a newly allocated block.
+    const int32_t group = kernels::kKvScaleGroup;
+    for (size_t li = 0; li < spec_.layers.size(); ++li) {
+      const size_t i = li * n_seq_max_ + seq;
+      const int32_t n_head_kv = spec_.layers[li].n_head_kv;
+      for (size_t g = (n_pos + group - 1) / group; g < k_group_scales_[i].size(); ++g) {
+        std::fill_n(k_group_scales_[i][g], n_head_kv, 0.0f);
+        std::fill_n(v_group_scales_[i][g], n_head_kv, 0.0f);
+      }
+    }
+  }
 }
 
 }  // namespace pagoda

@@ -1,9 +1,10 @@
 // KvCache: where attention layers keep the keys and values of past positions,
 // per layer and sequence. The model hands float rows to WriteK/WriteV, which
 // store them in the cache's element type (KvType: f16 by default, as
-// llama.cpp, or f32), and reads them through View(), a typed block list the
-// attention kernel walks, so a paged cache (src/kv, block tables) and other
-// element types (bf16, fp8, int8 with scales) implement the same interface later.
+// llama.cpp; f32, bf16, fp8_e4m3 or int8 with per-(block, head) scales, see
+// docs/KV_CACHE.md), and reads them through View(), a typed block list the
+// attention kernel walks, so a paged cache (src/kv, block tables) implements
+// the same interface.
 // What a position stores is decided per architecture through KvCacheSpec (MLA
 // stores one compressed latent as "K" and no V).
 // Owned by the engine thread; not thread-safe.
@@ -66,7 +67,9 @@ class KvCache {
 
 // The simple cache: every sequence owns n_ctx contiguous positions per layer,
 // K as [n_ctx, k_width] and V as [n_ctx, v_width] elements of `type`,
-// allocated up front.
+// allocated up front. Scaled types (fp8_e4m3, int8) keep one scale per
+// (kKvScaleGroup positions, head), like a paged cache's blocks, so the view is
+// a list of kKvScaleGroup-position blocks into the same memory.
 class ContiguousKvCache final : public KvCache {
  public:
   static Result<std::unique_ptr<ContiguousKvCache>> Create(const KvCacheSpec& spec,
@@ -91,6 +94,7 @@ class ContiguousKvCache final : public KvCache {
   };
   // Element `pos * width` of the region starting at base.
   void* Element(void* base, int64_t width, int32_t pos) const;
+  void Write(bool is_k, int layer, int32_t seq, int32_t pos, const float* row);
 
   KvCacheSpec spec_;
   KvType type_ = KvType::kF16;
@@ -101,6 +105,11 @@ class ContiguousKvCache final : public KvCache {
   // point into these arrays (a one-block "block table").
   std::vector<void*> k_base_;
   std::vector<void*> v_base_;
+  // Scaled types: per (layer, seq) at [layer * n_seq_max + seq], the group
+  // starts and their scales (one [n_head_kv] float array per group).
+  std::vector<std::vector<void*>> k_groups_, v_groups_;
+  std::vector<std::vector<float*>> k_group_scales_, v_group_scales_;
+  std::vector<float> scales_;  // [layers][seq][K, V][groups][n_head_kv]
   std::vector<int32_t> length_;  // [n_seq_max]
   std::vector<int32_t> prepare_scratch_;
 };

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "base/thread_pool.h"
 #include "gguf/gguf_file.h"
 #include "model/batch.h"
+#include "model/decode_weight_store.h"
 #include "model/kv_cache.h"
 #include "model/model_config.h"
 
@@ -24,6 +26,9 @@ struct ModelOptions {
   // Tokens per internal micro-batch: bounds scratch memory. Larger batches
   // are split transparently.
   int32_t max_batch_tokens = 512;
+  // --decode-weights: a copy of every linear weight in this type (Q4_0 or
+  // Q4_K) for decode tokens (Batch::decode); nullopt = one set of weights.
+  std::optional<DType> decode_weights;
 };
 
 class Model {
@@ -34,6 +39,8 @@ class Model {
   // The per-layer layout a KvCache for this model must have.
   virtual const KvCacheSpec& kv_cache_spec() const = 0;
   int64_t n_vocab() const { return config().n_vocab; }
+  // The decode-weight copies held (type nullopt when none).
+  virtual DecodeWeightsInfo decode_weights_info() const { return {}; }
 
   // Runs one step: writes the K/V of every batch token into `kv` and the
   // logits of the tokens with want_logits into `logits`, row by row in batch

@@ -11,7 +11,7 @@ int32_t CeilDiv(int32_t a, int32_t b) { return (a + b - 1) / b; }
 
 kv::BlockPoolOptions PoolOptions(const KvCacheSpec& spec, KvType type, int32_t block_size) {
   kv::BlockPoolOptions po;
-  for (const KvLayerSpec& l : spec.layers) po.layers.push_back(kv::KvLayerWidths{l.k_width(), l.v_width()});
+  for (const KvLayerSpec& l : spec.layers) po.layers.push_back(kv::KvLayerWidths{l.k_width(), l.v_width(), l.n_head_kv});
   po.type = type;
   po.block_size = block_size;
   return po;
@@ -48,8 +48,12 @@ Result<std::unique_ptr<PagedKvCache>> PagedKvCache::Create(const KvCacheSpec& sp
   for (Sequence& s : cache->seqs_) {
     s.k_blocks.resize(spec.layers.size());
     s.v_blocks.resize(spec.layers.size());
+    s.k_scales.resize(spec.layers.size());
+    s.v_scales.resize(spec.layers.size());
   }
   cache->new_length_.resize(options.n_seq_max);
+  cache->integrity_ = kv::MakeIntegrityTracker(options.integrity, options.n_seq_max);
+  for (const Sequence& s : cache->seqs_) cache->tables_.push_back(&s.table);
   return cache;
 }
 
@@ -67,17 +71,31 @@ int32_t PagedKvCache::BlocksToGrow(int32_t seq, int32_t n_pos) const {
 
 void PagedKvCache::AppendBlock(Sequence& s, kv::BlockId b) {
   s.table.Append(b, pool_->integrity_tag(b));
+  integrity_->OnAppend(SeqId(s), b, pool_->integrity_tag(b));
   for (int l = 0; l < pool_->n_layers(); ++l) {
     s.k_blocks[l].push_back(pool_->k(b, l));
     s.v_blocks[l].push_back(pool_->v(b, l));
+    if (kernels::KvTypeHasScales(type())) {
+      s.k_scales[l].push_back(pool_->k_scales(b, l));
+      s.v_scales[l].push_back(pool_->v_scales(b, l));
+    }
   }
 }
 
 void PagedKvCache::ReplaceBlock(Sequence& s, int32_t i, kv::BlockId b) {
-  s.table.Replace(i, b, pool_->integrity_tag(b));
+  SetEntry(s, i, b, pool_->integrity_tag(b));
+  integrity_->OnReplace(SeqId(s), i, b, pool_->integrity_tag(b));
+}
+
+void PagedKvCache::SetEntry(Sequence& s, int32_t i, kv::BlockId b, uint32_t tag) {
+  s.table.Replace(i, b, tag);
   for (int l = 0; l < pool_->n_layers(); ++l) {
     s.k_blocks[l][i] = pool_->k(b, l);
     s.v_blocks[l][i] = pool_->v(b, l);
+    if (kernels::KvTypeHasScales(type())) {
+      s.k_scales[l][i] = pool_->k_scales(b, l);
+      s.v_scales[l][i] = pool_->v_scales(b, l);
+    }
   }
 }
 
@@ -155,24 +173,28 @@ void PagedKvCache::PrivatizeRewrites() {
   }
 }
 
-void PagedKvCache::WriteK(int layer, int32_t seq, int32_t pos, const float* row) {
+void PagedKvCache::Write(bool is_k, int layer, int32_t seq, int32_t pos, const float* row) {
   const Sequence& s = seqs_[seq];
-  PAGODA_CHECK(pos >= 0 && pos < s.length) << "WriteK of unprepared position " << pos;
+  PAGODA_CHECK(pos >= 0 && pos < s.length) << "write of unprepared position " << pos;
   const int32_t bs = block_size();
-  const int64_t width = spec_.layers[layer].k_width();
-  char* dst = static_cast<char*>(pool_->k(s.table[pos / bs], layer)) +
-              (pos % bs) * width * kernels::KvTypeSize(type());
-  kernels::StoreKvRow(row, width, type(), dst);
+  const KvLayerSpec& l = spec_.layers[layer];
+  const int64_t width = is_k ? l.k_width() : l.v_width();
+  const kv::BlockId b = s.table[pos / bs];
+  char* region = static_cast<char*>(is_k ? pool_->k(b, layer) : pool_->v(b, layer));
+  if (kernels::KvTypeHasScales(type())) {
+    float* scales = is_k ? pool_->k_scales(b, layer) : pool_->v_scales(b, layer);
+    kernels::StoreKvRowQuantized(row, l.n_head_kv, is_k ? l.head_dim_k : l.head_dim_v, type(),
+                                 reinterpret_cast<uint8_t*>(region), width, bs, pos % bs, scales);
+    return;
+  }
+  kernels::StoreKvRow(row, width, type(), region + (pos % bs) * width * kernels::KvTypeSize(type()));
 }
 
+void PagedKvCache::WriteK(int layer, int32_t seq, int32_t pos, const float* row) { Write(true, layer, seq, pos, row); }
+
 void PagedKvCache::WriteV(int layer, int32_t seq, int32_t pos, const float* row) {
-  const Sequence& s = seqs_[seq];
-  PAGODA_CHECK(pos >= 0 && pos < s.length) << "WriteV of unprepared position " << pos;
-  const int32_t bs = block_size();
-  const int64_t width = spec_.layers[layer].v_width();
-  char* dst = static_cast<char*>(pool_->v(s.table[pos / bs], layer)) +
-              (pos % bs) * width * kernels::KvTypeSize(type());
-  kernels::StoreKvRow(row, width, type(), dst);
+  if (spec_.layers[layer].head_dim_v == 0) return;
+  Write(false, layer, seq, pos, row);
 }
 
 kernels::KvView PagedKvCache::View(int layer, int32_t seq) const {
@@ -187,6 +209,10 @@ kernels::KvView PagedKvCache::View(int layer, int32_t seq) const {
   v.k_head_stride = l.head_dim_k;
   v.v_pos_stride = l.v_width();
   v.v_head_stride = l.head_dim_v;
+  if (kernels::KvTypeHasScales(type())) {
+    v.k_scales = s.k_scales[layer].data();
+    v.v_scales = s.v_scales[layer].data();
+  }
   return v;
 }
 
@@ -198,9 +224,14 @@ void PagedKvCache::Truncate(int32_t seq, int32_t n_pos) {
   const int32_t keep = CeilDiv(n_pos, bs);
   for (int32_t i = s.table.size() - 1; i >= keep; --i) pool_->Release(s.table[i]);
   s.table.Resize(keep);
+  integrity_->OnTruncate(seq, keep);
   for (int l = 0; l < pool_->n_layers(); ++l) {
     s.k_blocks[l].resize(keep);
     s.v_blocks[l].resize(keep);
+    if (kernels::KvTypeHasScales(type())) {
+      s.k_scales[l].resize(keep);
+      s.v_scales[l].resize(keep);
+    }
   }
   if (static_cast<int32_t>(s.hashes.size()) > n_pos / bs) s.hashes.resize(n_pos / bs);
   s.length = n_pos;

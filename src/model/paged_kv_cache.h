@@ -18,6 +18,7 @@
 
 #include "kv/block_pool.h"
 #include "kv/block_table.h"
+#include "kv/integrity_tracker.h"
 #include "kv/prefix_cache.h"
 #include "model/kv_cache.h"
 
@@ -30,6 +31,15 @@ struct PagedKvCacheOptions {
   int32_t block_size = 16;
   KvType type = KvType::kF16;
   bool prefix_caching = true;
+  // Page integrity tracking (kv/integrity_tracker.h): off is a no-op.
+  kv::IntegrityMode integrity = kv::IntegrityMode::kCheck;
+};
+
+// Faults InjectFaultForTesting plants (tests only; nothing else reaches them).
+enum class KvFault : uint8_t {
+  kReuse,  // a block of the sequence is freed behind its back and handed out again
+  kRetag,  // a block of the sequence gets a new tag behind the allocator's back
+  kSwap,   // a block table entry is swapped with one of another sequence
 };
 
 class PagedKvCache final : public KvCache {
@@ -79,6 +89,20 @@ class PagedKvCache final : public KvCache {
   const kv::PrefixCache& prefix_cache() const { return *prefix_; }
   const kv::BlockTable& block_table(int32_t seq) const { return seqs_[CheckedSeq(seq)].table; }
 
+  // Page integrity (paged_kv_cache_integrity.cc). The batched check of the
+  // sequences a step is about to run; appends one failure per bad sequence
+  // (nothing when the tracker is off).
+  kv::IntegrityMode integrity_mode() const { return integrity_->mode(); }
+  void CheckIntegrity(std::span<const int32_t> seqs, std::vector<kv::IntegrityFailure>* failures) const;
+  // Empties a sequence that failed the check: releases only the blocks it
+  // provably still holds (by its record, not its possibly corrupt table),
+  // and unregisters them from the prefix cache, since their contents are in
+  // doubt. Blocks whose ownership is in doubt stay held (quarantined).
+  void DiscardCorrupt(int32_t seq);
+  // Tests only: plants `kind` in sequence `seq` (kSwap: with sequence
+  // `other`). FailedPrecondition when the sequence holds no suitable block.
+  Status InjectFaultForTesting(KvFault kind, int32_t seq, int32_t other = -1);
+
  private:
   struct Sequence {
     int32_t length = 0;
@@ -86,6 +110,9 @@ class PagedKvCache final : public KvCache {
     // Per layer, the table as K / V region pointers: what View() hands out.
     std::vector<std::vector<const void*>> k_blocks;
     std::vector<std::vector<const void*>> v_blocks;
+    // Scaled types: per layer, each block's K / V scales ([n_head_kv] floats).
+    std::vector<std::vector<const float*>> k_scales;
+    std::vector<std::vector<const float*>> v_scales;
     // Hashes of the leading blocks registered or adopted, in order.
     std::vector<kv::BlockHash> hashes;
   };
@@ -97,6 +124,10 @@ class PagedKvCache final : public KvCache {
   }
   void AppendBlock(Sequence& s, kv::BlockId b);
   void ReplaceBlock(Sequence& s, int32_t i, kv::BlockId b);
+  void Write(bool is_k, int layer, int32_t seq, int32_t pos, const float* row);
+  // Table entry i and its view pointers, without telling the integrity tracker.
+  void SetEntry(Sequence& s, int32_t i, kv::BlockId b, uint32_t tag);
+  int32_t SeqId(const Sequence& s) const { return static_cast<int32_t>(&s - seqs_.data()); }
   // Makes the blocks a batch rewrites private and unregistered; needs the
   // blocks counted by Prepare to be available.
   void PrivatizeRewrites();
@@ -106,6 +137,9 @@ class PagedKvCache final : public KvCache {
   std::unique_ptr<kv::BlockPool> pool_;
   std::unique_ptr<kv::PrefixCache> prefix_;
   std::vector<Sequence> seqs_;
+  std::unique_ptr<kv::IntegrityTracker> integrity_;
+  std::vector<const kv::BlockTable*> tables_;  // [n_seq_max]: &seqs_[i].table, for the check
+  std::vector<kv::BlockId> testing_strays_;    // blocks a kReuse fault handed to nobody's table
   // Prepare scratch.
   std::vector<int32_t> new_length_;
   std::vector<std::pair<int32_t, int32_t>> rewrites_;  // (seq, block index) in an immutable block

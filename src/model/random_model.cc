@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "kernels/cpu/quantize.h"
+#include "kernels/cpu/quantize_weights.h"
 #include "model/synthetic_vocab.h"
 
 namespace pagoda {
@@ -99,7 +100,8 @@ std::vector<float> ValueTable(const TensorPlan& t) {
   return v;
 }
 
-// Quantizes rows [r0, r1) of a random tensor into dst.
+// Quantizes rows [r0, r1) of a random tensor into dst (the weight quantizers
+// `pagoda quantize` uses: ggml's reference rounding).
 Status FillRows(const TensorPlan& t, const std::vector<float>& values, uint64_t tseed, int64_t r0,
                 int64_t r1, uint8_t* dst) {
   const int64_t n = t.ne[0];
@@ -107,7 +109,7 @@ Status FillRows(const TensorPlan& t, const std::vector<float>& values, uint64_t 
   std::vector<float> row(n);
   for (int64_t r = r0; r < r1; ++r) {
     ForEachNormalIndex(tseed, r, n, [&](int64_t i, uint64_t k) { row[i] = values[k]; });
-    PAGODA_RETURN_IF_ERROR(kernels::QuantizeRow(t.type, row.data(), dst + r * row_bytes, n));
+    PAGODA_RETURN_IF_ERROR(kernels::QuantizeWeightRow(t.type, row.data(), dst + r * row_bytes, n));
   }
   return Status::Ok();
 }

@@ -10,8 +10,15 @@ Result<std::unique_ptr<Model>> LoadStandardDecoder(std::shared_ptr<const GgufFil
                                                    const StandardDecoderRecipe& recipe,
                                                    ThreadPool& pool, const ModelOptions& options) {
   PAGODA_ASSIGN_OR_RETURN(ModelConfig config, ReadModelConfig(*file, arch, recipe.traits));
-  const WeightLoader w(*file);
   DecoderWeights weights;
+  if (options.decode_weights) {
+    if (!IsDecodeWeightType(*options.decode_weights)) {
+      return InvalidArgument(std::string("--decode-weights ") + DTypeName(*options.decode_weights) +
+                             " is not supported (q4_0 or q4_k)");
+    }
+    weights.decode_store = std::make_unique<DecodeWeightStore>(*options.decode_weights, pool);
+  }
+  const WeightLoader w(*file, weights.decode_store.get());
   PAGODA_ASSIGN_OR_RETURN(weights.token_embd,
                           w.Embedding("token_embd.weight", config.n_embd, config.n_vocab));
   for (int l = 0; l < config.n_layer; ++l) {
@@ -28,7 +35,7 @@ Result<std::unique_ptr<Model>> LoadStandardDecoder(std::shared_ptr<const GgufFil
   }
   PAGODA_ASSIGN_OR_RETURN(weights.output_norm, w.Vector("output_norm.weight", config.n_embd));
   const char* head = config.tied_output ? "token_embd.weight" : "output.weight";
-  PAGODA_ASSIGN_OR_RETURN(weights.output, w.Matrix(head, config.n_embd, config.n_vocab));
+  PAGODA_ASSIGN_OR_RETURN(weights.output, w.Linear(head, config.n_embd, config.n_vocab));
   PAGODA_ASSIGN_OR_RETURN(auto model, DecoderModel::Create(std::move(file), std::move(config),
                                                           std::move(weights), pool, options));
   return std::unique_ptr<Model>(std::move(model));

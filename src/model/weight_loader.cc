@@ -43,6 +43,21 @@ Result<TensorView> WeightLoader::Matrix(const std::string& name, int64_t n_in, i
   return t;
 }
 
+Result<PhasedWeight> WeightLoader::Linear(const std::string& name, int64_t n_in, int64_t n_out) const {
+  PAGODA_ASSIGN_OR_RETURN(TensorView t, Matrix(name, n_in, n_out));
+  return Phased(t);
+}
+
+Result<PhasedWeight> WeightLoader::Phased(const TensorView& t) const {
+  PhasedWeight w = PhasedWeight::Shared(t);
+  if (decode_ != nullptr) {
+    auto copy = decode_->Add(t);
+    if (!copy.ok()) return copy.status().WithContext(file_.path());
+    w.by_phase[static_cast<int>(Phase::kDecode)] = *copy;
+  }
+  return w;
+}
+
 Result<TensorView> WeightLoader::Embedding(const std::string& name, int64_t n_embd,
                                            int64_t n_vocab) const {
   PAGODA_ASSIGN_OR_RETURN(TensorView t, Shaped(name, n_embd, n_vocab));

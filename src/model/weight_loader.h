@@ -1,6 +1,8 @@
 // WeightLoader: fetches a model's tensors from a GGUF file by name with shape
 // and type checks, so that a bad file fails at load time with a Status naming
 // the file and the tensor, never in a kernel. Returns views into the mmap.
+// With a DecodeWeightStore (--decode-weights), Linear() also makes the decode
+// copy of each linear weight.
 #pragma once
 
 #include <cstdint>
@@ -8,19 +10,27 @@
 
 #include "base/status.h"
 #include "gguf/gguf_file.h"
+#include "model/decode_weight_store.h"
+#include "model/layers/phased_weight.h"
 #include "tensor/tensor_view.h"
 
 namespace pagoda {
 
 class WeightLoader {
  public:
-  explicit WeightLoader(const GgufFile& file) : file_(file) {}
+  explicit WeightLoader(const GgufFile& file, DecodeWeightStore* decode = nullptr)
+      : file_(file), decode_(decode) {}
 
   const GgufFile& file() const { return file_; }
   bool Has(const std::string& name) const { return file_.FindTensor(name) != nullptr; }
 
   // A matrix for MatMul: GGML ne = [n_in, n_out], a type MatMul supports.
   Result<TensorView> Matrix(const std::string& name, int64_t n_in, int64_t n_out) const;
+  // A linear layer's weight: Matrix() for prefill and, with a decode store,
+  // its decode copy (else the same view). Layers load weights through this.
+  Result<PhasedWeight> Linear(const std::string& name, int64_t n_in, int64_t n_out) const;
+  // As Linear, for a tensor already fetched (the LM head tied to token_embd).
+  Result<PhasedWeight> Phased(const TensorView& prefill) const;
   // An embedding table [n_embd, n_vocab] whose rows DequantizeRow can read.
   Result<TensorView> Embedding(const std::string& name, int64_t n_embd, int64_t n_vocab) const;
   // An F32 vector of n elements (norm weights, biases).
@@ -34,6 +44,7 @@ class WeightLoader {
  private:
   Result<TensorView> Shaped(const std::string& name, int64_t ne0, int64_t ne1) const;
   const GgufFile& file_;
+  DecodeWeightStore* decode_ = nullptr;  // not owned; may be null
 };
 
 }  // namespace pagoda

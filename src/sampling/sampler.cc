@@ -18,11 +18,23 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab)
     : params_(params), n_vocab_(n_vocab), rng_(params.seed) {}
 
 TokenId Sampler::Sample(std::span<float> logits, std::span<const TokenId> history,
-                        size_t n_prompt) {
+                        size_t n_prompt, const grammar::TokenBitmask* mask) {
   PAGODA_CHECK(logits.size() == size_t(n_vocab_))
       << "logits row has " << logits.size() << " entries, vocabulary " << n_vocab_;
   ApplyLogitBias(params_.logit_bias, logits);
   ApplyPenalties(params_, history, n_prompt, logits, scratch_);
+  if (mask == nullptr) return SampleFiltered(logits);
+  mask->ApplyTo(logits);
+  const TokenId id = SampleFiltered(logits);
+  if (mask->Test(id)) return id;
+  // Every allowed logit is -inf or NaN (a -inf bias, say): the lowest allowed id.
+  for (TokenId t = 0; t < mask->size(); ++t) {
+    if (mask->Test(t)) return t;
+  }
+  return id;
+}
+
+TokenId Sampler::SampleFiltered(std::span<float> logits) {
   if (params_.is_greedy()) return Argmax(logits);
 
   const bool truncate = (params_.top_k > 0 && params_.top_k < n_vocab_) ||

@@ -7,6 +7,7 @@
 //   1. logit bias           (SamplingParams::logit_bias)
 //   2. penalties            repetition (last penalty_last_n history tokens),
 //                           presence and frequency (generated tokens)
+//   2b. grammar mask        tokens outside it become -inf (when one is given)
 //   3. temperature == 0  -> argmax, ties to the lowest id; done
 //   4. top-k -> 5. top-p -> 6. min-p   (all on the temperature-1 distribution)
 //   7. temperature: logits / T
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "sampling/grammar/token_bitmask.h"
 #include "sampling/rng.h"
 #include "sampling/sampler_steps.h"
 #include "sampling/sampling_params.h"
@@ -36,13 +38,18 @@ class Sampler {
   // take log-probabilities (logprobs.h) before calling this.
   // history: the sequence so far, prompt first; n_prompt of them are the
   // prompt (they count for the repetition penalty only).
-  TokenId Sample(std::span<float> logits, std::span<const TokenId> history, size_t n_prompt = 0);
+  // mask: when given (a grammar constraint), only its tokens can be drawn;
+  // if it allows none, the result is Argmax as above. The caller takes
+  // log-probabilities from the raw logits, before the mask.
+  TokenId Sample(std::span<float> logits, std::span<const TokenId> history, size_t n_prompt = 0,
+                 const grammar::TokenBitmask* mask = nullptr);
 
   const SamplingParams& params() const { return params_; }
   int32_t n_vocab() const { return n_vocab_; }
 
  private:
   Sampler(const SamplingParams& params, int32_t n_vocab);
+  TokenId SampleFiltered(std::span<float> logits);
   TokenId SampleAll(std::span<const float> logits);
   TokenId SampleCandidates();
 

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "kv/integrity_tracker.h"
+
 namespace pagoda::server {
 
 api::ApiError ApiErrorFromStatus(const Status& status) {
@@ -26,6 +28,8 @@ api::ApiError ApiErrorFromStatus(const Status& status) {
     default:
       e.status = 500;
       e.type = "server_error";
+      // A sequence stopped by the KV page integrity check (kv/integrity_tracker.h).
+      if (kv::IsIntegrityError(status)) e.code = "kv_cache_integrity";
       break;
   }
   return e;

@@ -1,6 +1,7 @@
 // Error values to HTTP: ApiError -> Response, and engine Status codes to the
 // OpenAI error they call for (InvalidArgument 400, ResourceExhausted 429 with
-// Retry-After, FailedPrecondition 503, anything else 500).
+// Retry-After, FailedPrecondition 503, anything else 500; a KV page integrity failure
+// is 500 with code "kv_cache_integrity").
 #pragma once
 
 #include "api/api_error.h"

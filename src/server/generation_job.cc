@@ -22,7 +22,31 @@ struct GenerationJob::Choice {
   bool done = false;                            // finished (stop string, EOG, length)
   bool final_seen = false;                      // the engine's final event arrived
   api::FinishReason finish = api::FinishReason::kStop;
+  std::unique_ptr<chat::OutputParser> parser;   // chat: reasoning / tool calls
 };
+
+namespace {
+
+// The engine's errors for a constrained sequence that no token can continue,
+// or that max_tokens cannot complete (engine/engine_grammar.cc).
+bool IsGrammarDeadEnd(const Status& s) {
+  return s.message().find("grammar allows no next token") != std::string::npos ||
+         s.message().find("grammar cannot be completed") != std::string::npos;
+}
+
+void MergeDelta(api::ChatDelta* into, api::ChatDelta&& more) {
+  into->content += more.content;
+  into->reasoning += more.reasoning;
+  for (auto& t : more.tool_calls) {
+    if (!t.id && !into->tool_calls.empty() && into->tool_calls.back().index == t.index) {
+      into->tool_calls.back().arguments += t.arguments;
+    } else {
+      into->tool_calls.push_back(std::move(t));
+    }
+  }
+}
+
+}  // namespace
 
 std::optional<api::ApiError> GenerationJob::Start(ServeContext& ctx, std::vector<EngineRequest> requests,
                                                   JobSpec spec, std::unique_ptr<ResponseFormat> format,
@@ -54,6 +78,7 @@ void GenerationJob::Attach() {
       auto c = std::make_unique<Choice>(*ctx_.tokenizer, spec_.stop);
       c->index = p * spec_.n + k;
       c->prompt = p;
+      if (spec_.parser) c->parser = std::make_unique<chat::OutputParser>(*spec_.parser);
       choices_.push_back(std::move(c));
     }
   }
@@ -136,7 +161,11 @@ void GenerationJob::OnEvent(int prompt, EngineEvent& e) {
         }
         c.logprobs.push_back(std::move(lp));
       }
-      EmitText(c, c.decoder.Push(e.token));
+      std::string piece = c.decoder.Push(e.token);
+      for (const auto& [id, text] : spec_.marker_tokens) {
+        if (id == e.token) piece += text;  // a control token the parser reads
+      }
+      EmitText(c, piece);
     }
   }
   if (c.done) return;  // a stop string ended it
@@ -144,34 +173,36 @@ void GenerationJob::OnEvent(int prompt, EngineEvent& e) {
     EmitText(c, c.decoder.Flush());
     if (c.done) return;
     // The end: nothing more can complete a held-back partial stop string.
-    std::string rest = c.stopper.Flush();
-    if (!rest.empty() || (spec_.stream && !c.logprobs.empty())) {
-      if (spec_.stream) {
-        writer_->SendSse(format_->StreamDelta(c.index, rest, spec_.logprobs ? &c.logprobs : nullptr,
-                                              spec_.text_offset_starts[c.prompt] + c.sent_bytes));
-        c.logprobs.clear();
-        c.sent_bytes += static_cast<int64_t>(rest.size());
-      } else {
-        c.text += rest;
-      }
-    }
+    Deliver(c, c.stopper.Flush(), /*last=*/true);
     EndChoice(c, e.finish == FinishReason::kLength ? api::FinishReason::kLength : api::FinishReason::kStop);
   }
 }
 
+bool GenerationJob::Deliver(Choice& c, std::string_view text, bool last) {
+  const std::vector<api::TokenLogprob>* lp = spec_.logprobs ? &c.logprobs : nullptr;
+  if (c.parser) {
+    api::ChatDelta d = c.parser->Push(text);
+    if (last) MergeDelta(&d, c.parser->Finish());
+    if (!spec_.stream || (d.empty() && !(last && !c.logprobs.empty()))) return true;
+    const bool ok = writer_->SendSse(format_->StreamChatDelta(c.index, d, lp));
+    c.logprobs.clear();
+    return ok;
+  }
+  if (!spec_.stream) {
+    c.text += text;
+    return true;
+  }
+  if (text.empty() && !(last && !c.logprobs.empty())) return true;
+  const bool ok =
+      writer_->SendSse(format_->StreamDelta(c.index, text, lp, spec_.text_offset_starts[c.prompt] + c.sent_bytes));
+  c.logprobs.clear();
+  c.sent_bytes += static_cast<int64_t>(text.size());
+  return ok;
+}
+
 void GenerationJob::EmitText(Choice& c, std::string_view decoded) {
   std::string safe = c.stopper.Push(decoded);
-  if (spec_.stream) {
-    if (!safe.empty()) {
-      bool ok = writer_->SendSse(format_->StreamDelta(c.index, safe, spec_.logprobs ? &c.logprobs : nullptr,
-                                                      spec_.text_offset_starts[c.prompt] + c.sent_bytes));
-      c.logprobs.clear();
-      c.sent_bytes += static_cast<int64_t>(safe.size());
-      if (!ok) CancelAll();  // the client is gone
-    }
-  } else {
-    c.text += safe;
-  }
+  if (!Deliver(c, safe, c.stopper.stopped())) CancelAll();  // the client is gone
   if (c.stopper.stopped()) {
     EndChoice(c, api::FinishReason::kStop);
     // Once every choice of this prompt has stopped, the engine may let go.
@@ -183,6 +214,9 @@ void GenerationJob::EmitText(Choice& c, std::string_view decoded) {
 
 void GenerationJob::EndChoice(Choice& c, api::FinishReason reason) {
   c.done = true;
+  if (c.parser && reason == api::FinishReason::kStop && !c.parser->message().tool_calls.empty()) {
+    reason = api::FinishReason::kToolCalls;
+  }
   c.finish = reason;
   if (spec_.stream) writer_->SendSse(format_->StreamFinish(c.index, reason));
 }
@@ -192,6 +226,13 @@ void GenerationJob::Fail(const Status& error) {
   CancelAll();
   api::ApiError e = ApiErrorFromStatus(error);
   if (e.status == 429) e.status = 503;  // in flight: deadline or KV too small, not a queue
+  if (IsGrammarDeadEnd(error)) {
+    // The request's constraint admits no token of this vocabulary here.
+    e.status = 400;
+    e.type = "invalid_request_error";
+    e.code = "grammar_dead_end";
+    if (!spec_.constraint_param.empty()) e.param = spec_.constraint_param;
+  }
   if (spec_.stream) {
     writer_->SendSse(e.ToJsonString());
     writer_->SendSse(api::kSseDone);
@@ -226,6 +267,7 @@ void GenerationJob::Complete() {
     o.finish = c->finish;
     if (spec_.logprobs) o.logprobs = std::move(c->logprobs);
     o.text_offset_start = spec_.text_offset_starts.empty() ? 0 : spec_.text_offset_starts[c->prompt];
+    if (c->parser) o.message = c->parser->message();
     out.push_back(std::move(o));
   }
   writer_->Respond(http::Response::Json(200, format_->Body(out, usage)));

@@ -69,6 +69,8 @@ std::string RenderPrometheus(const EngineStats& s, std::string_view model_name) 
   w.Gauge("num_requests_running", "Sequences holding KV cache blocks.", static_cast<double>(s.requests_running));
   w.Gauge("num_requests_waiting", "Sequences waiting to be scheduled.", static_cast<double>(s.requests_waiting));
   w.Gauge("kv_cache_usage_perc", "KV cache usage; 1 means 100 percent.", s.kv_usage);
+  w.Gauge("kv_cache_capacity_tokens", "Tokens the KV cache holds at its element type (--kv-cache-dtype).",
+          static_cast<double>(s.kv_capacity_tokens));
   w.Counter("prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",
             static_cast<double>(s.prefix_cache_queries));
   w.Counter("prefix_cache_hits_total", "Prompt tokens served from the prefix cache.",
@@ -84,6 +86,8 @@ std::string RenderPrometheus(const EngineStats& s, std::string_view model_name) 
   w.Counter("num_preemptions_total", "Sequences preempted for KV cache space.",
             static_cast<double>(s.preemptions_total));
   w.Counter("iteration_tokens_total", "Tokens of all batches.", static_cast<double>(s.step_tokens_total));
+  w.Counter("kv_cache_integrity_failures_total", "Sequences stopped because their KV cache pages changed under them.",
+            static_cast<double>(s.kv_integrity_failures_total));
   w.Hist("time_to_first_token_seconds", "Time to first token in seconds.", s.time_to_first_token);
   w.Hist("inter_token_latency_seconds", "Time between output tokens in seconds.", s.inter_token_latency);
   w.Hist("e2e_request_latency_seconds", "End-to-end request latency in seconds.", s.e2e_request_latency);

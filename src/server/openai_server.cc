@@ -3,6 +3,7 @@
 #include "api/response_common.h"
 #include "http/auth.h"
 #include "http/server.h"
+#include "sampling/grammar/token_matcher.h"
 #include "server/event_pump.h"
 #include "server/routes.h"
 #include "server/serve_context.h"
@@ -16,6 +17,7 @@ struct OpenAiServer::State {
   // Destroyed in reverse: the HTTP server first, then the engine (whose
   // notifications post to the pump), then the pump.
   EventPump pump;
+  grammar::GrammarCache grammar_cache;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<http::Server> http;
   bool started = false;
@@ -28,6 +30,8 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
   auto tmpl = ChatTemplate::Parse(chat_template_source);
   if (!tmpl.ok()) return tmpl.status().WithContext("chat template");
   if (!engine.is_eog) engine.is_eog = [&tokenizer](TokenId id) { return tokenizer.IsEog(id); };
+  // Structured outputs need the vocabulary's token bytes (built once).
+  if (!engine.grammar_vocab) engine.grammar_vocab = grammar::TokenVocabIndex::Build(tokenizer);
   auto eng = Engine::Create(model, engine);
   if (!eng.ok()) return eng.status();
 
@@ -44,6 +48,16 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
   ctx.engine = st.engine.get();
   ctx.tokenizer = &tokenizer;
   ctx.chat_template = std::move(tmpl).value();
+  std::vector<std::string> vocab_markers;
+  for (const char* m : {"<think>", "</think>"}) {
+    if (tokenizer.FindToken(m) != kNoToken) vocab_markers.emplace_back(m);
+  }
+  ctx.chat_format = chat::DetectChatFormat(ctx.chat_template->source(), vocab_markers);
+  for (const std::string& m : chat::ControlMarkers(ctx.chat_format)) {
+    const TokenId id = tokenizer.FindToken(m);
+    if (id != kNoToken && tokenizer.TokenToPiece(id, false).empty()) ctx.marker_tokens.emplace_back(id, m);
+  }
+  ctx.grammar_cache = &st.grammar_cache;
   if (tokenizer.bos() >= 0) ctx.specials.bos_token = tokenizer.token_text(tokenizer.bos());
   if (tokenizer.eos() >= 0) ctx.specials.eos_token = tokenizer.token_text(tokenizer.eos());
   ctx.model_id = options.model_id;

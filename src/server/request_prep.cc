@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_render.h"
+
 namespace pagoda::server {
 
 std::optional<api::ApiError> CheckModel(const ServeContext& ctx, const std::string& model) {
@@ -21,17 +23,10 @@ std::optional<api::ApiError> CheckQueueFits(const ServeContext& ctx, int64_t n_p
 }
 
 api::ApiResult<std::vector<TokenId>> EncodeChat(const ServeContext& ctx, const std::vector<api::ChatMessage>& messages,
-                                                bool add_generation_prompt) {
-  nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
-  for (const auto& m : messages) {
-    nlohmann::ordered_json j;
-    j["role"] = api::ChatRoleName(m.role);
-    j["content"] = m.content;
-    if (m.name) j["name"] = *m.name;
-    if (m.tool_call_id) j["tool_call_id"] = *m.tool_call_id;
-    msgs.push_back(std::move(j));
-  }
-  auto text = ApplyChatTemplate(*ctx.chat_template, msgs, nullptr, add_generation_prompt, ctx.specials);
+                                                bool add_generation_prompt, const std::vector<api::ToolFunction>& tools,
+                                                std::string* prompt_text) {
+  const chat::TemplateInput in = chat::BuildTemplateInput(messages, tools, ctx.chat_format);
+  auto text = ApplyChatTemplate(*ctx.chat_template, in.messages, in.tools, add_generation_prompt, ctx.specials);
   if (!text.ok()) {
     // raise_exception() in a template is the template rejecting the conversation.
     if (text.status().code() == StatusCode::kInvalidArgument) {
@@ -39,6 +34,7 @@ api::ApiResult<std::vector<TokenId>> EncodeChat(const ServeContext& ctx, const s
     }
     return api::ServerError("chat template failed: " + text.status().message());
   }
+  if (prompt_text) *prompt_text = *text;
   const Tokenizer& tok = *ctx.tokenizer;
   std::vector<TokenId> ids = tok.Encode(*text, /*add_special=*/false, /*parse_special=*/true);
   if (tok.add_bos() && tok.bos() >= 0 && (ids.empty() || ids.front() != tok.bos())) {
@@ -56,6 +52,28 @@ api::ApiResult<std::vector<TokenId>> EncodeText(const ServeContext& ctx, const s
     ids.push_back(tok.bos());
   }
   return ids;
+}
+
+api::ApiResult<std::optional<GrammarConstraint>> BuildGrammarConstraint(const ServeContext& ctx,
+                                                                       const chat::ConstraintRequest& request) {
+  auto bad = [&](const std::string& message) {
+    const std::string param = chat::ConstraintParam(request);
+    return api::InvalidValue(param, "Invalid '" + param + "': " + message);
+  };
+  auto spec = chat::BuildConstraint(request);
+  if (!spec.ok()) return bad(spec.status().message());
+  if (!spec->has_value()) return std::optional<GrammarConstraint>();
+  const chat::ConstraintSpec& s = **spec;
+  auto g = ctx.grammar_cache ? ctx.grammar_cache->GetOrCompile(s.gbnf, s.root) : grammar::CompileGbnf(s.gbnf, s.root);
+  if (!g.ok()) {
+    // A schema or regex that converts but cannot compile (a size limit, an
+    // empty language) is the request's, as is a malformed grammar.
+    return bad(g.status().message());
+  }
+  GrammarConstraint c;
+  c.grammar = std::move(g).value();
+  c.delay_until = s.delay_until;
+  return std::optional<GrammarConstraint>(std::move(c));
 }
 
 EngineRequest MakeEngineRequest(const api::GenerationOptions& o, std::vector<TokenId> prompt, int64_t max_tokens,

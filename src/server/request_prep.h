@@ -11,6 +11,7 @@
 #include "api/api_error.h"
 #include "api/chat_request.h"
 #include "api/generation_options.h"
+#include "chat/constraint_builder.h"
 #include "engine/engine_request.h"
 #include "server/serve_context.h"
 
@@ -28,8 +29,20 @@ std::optional<api::ApiError> CheckQueueFits(const ServeContext& ctx, int64_t n_p
 
 // Renders `messages` with the chat template (generation prompt on) and
 // encodes it; BOS is added when the model wants one and the template did not.
+// `tools`: offered to the model (chat/chat_render.h). `prompt_text`, when
+// given, receives the rendered text.
 api::ApiResult<std::vector<TokenId>> EncodeChat(const ServeContext& ctx, const std::vector<api::ChatMessage>& messages,
-                                                bool add_generation_prompt = true);
+                                                bool add_generation_prompt = true,
+                                                const std::vector<api::ToolFunction>& tools = {},
+                                                std::string* prompt_text = nullptr);
+
+// The grammar constraint for a request's response_format / grammar / regex /
+// forced tool call (chat/constraint_builder.h), compiled through the cache;
+// std::nullopt when the output is free. Errors are 400s naming the field
+// ("response_format", "tools", "grammar", "regex") with the converter's or
+// compiler's message (an unsupported schema keyword is named there).
+api::ApiResult<std::optional<GrammarConstraint>> BuildGrammarConstraint(const ServeContext& ctx,
+                                                                       const chat::ConstraintRequest& request);
 
 // A completion prompt's text with BOS as the model asks; BOS alone when empty.
 api::ApiResult<std::vector<TokenId>> EncodeText(const ServeContext& ctx, const std::string& text);

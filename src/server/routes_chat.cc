@@ -25,6 +25,10 @@ class ChatFormat final : public ResponseFormat {
                           int64_t) const override {
     return stream_.ContentChunk(index, text, logprobs);
   }
+  std::string StreamChatDelta(int index, const api::ChatDelta& delta,
+                              const std::vector<api::TokenLogprob>* logprobs) const override {
+    return stream_.DeltaChunk(index, delta, logprobs);
+  }
   std::string StreamFinish(int index, api::FinishReason reason) const override {
     return stream_.FinishChunk(index, reason);
   }
@@ -40,7 +44,13 @@ class ChatFormat final : public ResponseFormat {
     for (const auto& o : choices) {
       api::ChatChoice ch;
       ch.index = o.index;
-      ch.content = o.text;
+      if (o.message) {
+        ch.content = o.message->content;
+        if (o.message->has_reasoning) ch.reasoning_content = o.message->reasoning;
+        ch.tool_calls = o.message->tool_calls;
+      } else {
+        ch.content = o.text;
+      }
       ch.finish_reason = o.finish;
       ch.logprobs = o.logprobs;
       c.choices.push_back(std::move(ch));
@@ -64,8 +74,23 @@ void HandleChat(ServeContext& ctx, const http::Request& request, std::shared_ptr
   if (auto e = CheckModel(ctx, o.model)) return fail(*e);
   if (auto e = CheckQueueFits(ctx, 1, o.n)) return fail(*e);
   if (auto e = api::CheckLogitBias(o, ctx.tokenizer->vocab_size())) return fail(*e);
-  auto prompt = EncodeChat(ctx, req->messages);
+  // tool_choice "none" keeps the tools out of the prompt altogether.
+  const std::vector<api::ToolFunction> no_tools;
+  const std::vector<api::ToolFunction>& tools =
+      req->tool_choice.mode == api::ToolChoiceMode::kNone ? no_tools : req->tools;
+  std::string prompt_text;
+  auto prompt = EncodeChat(ctx, req->messages, true, tools, &prompt_text);
   if (!prompt.ok()) return fail(prompt.error());
+  const chat::ChatFormat& chat_format = ctx.chat_format;
+  chat::ConstraintRequest cr;
+  cr.structured = o.structured;
+  cr.tools = tools;
+  cr.tool_choice = req->tool_choice;
+  cr.parallel_tool_calls = req->parallel_tool_calls;
+  cr.format = chat_format;
+  cr.reasoning_open = chat::PromptOpensReasoning(chat_format, prompt_text);
+  auto constraint = BuildGrammarConstraint(ctx, cr);
+  if (!constraint.ok()) return fail(constraint.error());
   auto max_tokens = api::ResolveMaxTokens(static_cast<int64_t>(prompt->size()), o, ctx.n_ctx, std::nullopt, "messages");
   if (!max_tokens.ok()) return fail(max_tokens.error());
 
@@ -73,6 +98,7 @@ void HandleChat(ServeContext& ctx, const http::Request& request, std::shared_ptr
   std::vector<EngineRequest> requests;
   requests.push_back(MakeEngineRequest(o, std::move(prompt).value(), max_tokens.value(), req->top_logprobs,
                                        req->logprobs, id));
+  requests.back().constraint = std::move(constraint).value();
   JobSpec spec;
   spec.stream = o.stream;
   spec.logprobs = req->logprobs;
@@ -80,6 +106,20 @@ void HandleChat(ServeContext& ctx, const http::Request& request, std::shared_ptr
   spec.n = o.n;
   spec.prefixes = {""};
   spec.text_offset_starts = {0};
+  spec.constraint_param = chat::ConstraintParam(cr);
+  if (!tools.empty() || chat_format.has_reasoning()) {
+    chat::ParserOptions po;
+    po.format = chat_format;
+    po.tools = !tools.empty();
+    po.reasoning_open = cr.reasoning_open;
+    po.make_id = [mistral = chat_format.dialect == chat::ToolDialect::kMistral](int) {
+      // "call_<24 hex>"; Mistral templates insist on 9 alphanumerics.
+      const std::string hex = api::NewResponseId("x").substr(2);
+      return mistral ? hex.substr(0, 9) : "call_" + hex;
+    };
+    spec.parser = std::move(po);
+    spec.marker_tokens = ctx.marker_tokens;
+  }
   auto format = std::make_unique<ChatFormat>(id, api::UnixTimeNow(), ctx.model_id, o.include_usage);
   if (auto e = GenerationJob::Start(ctx, std::move(requests), std::move(spec), std::move(format), writer)) fail(*e);
 }

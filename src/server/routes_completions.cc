@@ -70,6 +70,10 @@ void HandleCompletion(ServeContext& ctx, const http::Request& request, std::shar
     return fail(api::UnsupportedValue("echo", "echo together with logprobs is not supported."));
   }
   if (auto e = CheckQueueFits(ctx, static_cast<int64_t>(req->prompts.size()), o.n)) return fail(*e);
+  chat::ConstraintRequest cr;
+  cr.structured = o.structured;
+  auto constraint = BuildGrammarConstraint(ctx, cr);
+  if (!constraint.ok()) return fail(constraint.error());
   const std::string id = api::NewResponseId("cmpl");
   const bool logprobs = req->logprobs.has_value();
   std::vector<EngineRequest> requests;
@@ -78,6 +82,7 @@ void HandleCompletion(ServeContext& ctx, const http::Request& request, std::shar
   spec.logprobs = logprobs;
   spec.stop = o.stop;
   spec.n = o.n;
+  spec.constraint_param = chat::ConstraintParam(cr);
   for (size_t i = 0; i < req->prompts.size(); ++i) {
     const api::CompletionPrompt& p = req->prompts[i];
     std::vector<TokenId> ids;
@@ -98,6 +103,7 @@ void HandleCompletion(ServeContext& ctx, const http::Request& request, std::shar
     if (!max_tokens.ok()) return fail(max_tokens.error());
     requests.push_back(MakeEngineRequest(o, std::move(ids), max_tokens.value(), req->logprobs.value_or(0), logprobs,
                                          id + "-" + std::to_string(i)));
+    requests.back().constraint = constraint.value();
     spec.prefixes.push_back(req->echo ? text : std::string());
     spec.text_offset_starts.push_back(req->echo ? 0 : static_cast<int64_t>(text.size()));
   }

@@ -8,9 +8,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "api/generation_options.h"
+#include "chat/chat_format.h"
 #include "engine/engine.h"
+#include "sampling/grammar/grammar_cache.h"
 #include "server/event_pump.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -22,6 +26,11 @@ struct ServeContext {
   const Tokenizer* tokenizer = nullptr;
   std::optional<ChatTemplate> chat_template;  // set before the server starts
   ChatTemplateSpecials specials;
+  chat::ChatFormat chat_format;  // tool-call / reasoning dialect of the template
+  // Control tokens whose text is a chat-format marker ([TOOL_CALLS], ...):
+  // their text goes to the output parser although it decodes to nothing.
+  std::vector<std::pair<TokenId, std::string>> marker_tokens;
+  grammar::GrammarCache* grammar_cache = nullptr;  // compiled constraints (thread-safe)
   std::string model_id;  // the name /v1/models lists and requests must use
   int64_t created = 0;   // model card's `created`
   int32_t n_ctx = 0;

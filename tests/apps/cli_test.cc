@@ -258,5 +258,43 @@ TEST_F(CliTest, MakeModelThenGenerateAndBench) {
   EXPECT_NE(b.out.find("tg8"), std::string::npos);
 }
 
+// pagoda quantize (docs/QUANTIZATION.md): stories260K to Q8_0, then generate
+// on it with and without --decode-weights; bad inputs are clear errors.
+TEST_F(CliTest, QuantizeThenGenerateWithDecodeWeights) {
+  PAGODA_REQUIRE_TESTDATA("stories260K.gguf");
+  const std::string q8 = Path("s_q8_0.gguf");
+  RunResult q = RunPagoda({"quantize", testing::TestDataPath("stories260K.gguf"), q8, "--type", "q8_0", "-t", "2"});
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  auto f = GgufFile::Open(q8);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ((*f)->FindTensor("blk.0.attn_q.weight")->type, DType::kQ8_0);
+  EXPECT_EQ((*f)->FindTensor("blk.0.attn_norm.weight")->type, DType::kF32);
+  RunResult g = RunPagoda({"generate", "-m", q8, "-p", "Once upon a time", "-n", "16", "--temp", "0"});
+  EXPECT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_GT(g.out.size(), 16u);
+  RunResult d = RunPagoda({"generate", "-m", q8, "-p", "Once upon a time", "-n", "16", "--temp", "0",
+                           "--decode-weights", "q4_0"});
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.err.find("decode weights Q4_0"), std::string::npos) << d.err;
+  EXPECT_NE(d.err.find("MiB of memory"), std::string::npos) << d.err;
+  RunResult b = RunPagoda({"bench", "-m", q8, "-p", "16", "-n", "4", "-r", "1", "--decode-weights", "q4_k"});
+  EXPECT_EQ(b.exit_code, 0) << b.err;
+
+  const std::string q4 = Path("s_q4_0.gguf");
+  ASSERT_EQ(RunPagoda({"quantize", testing::TestDataPath("stories260K.gguf"), q4, "--type", "q4_0"}).exit_code, 0);
+  // A 4-bit checkpoint cannot supply decode weights; an unknown type is refused.
+  ExpectCleanError({"generate", "-m", q4, "-p", "x", "--decode-weights", "q4_0"}, q4, "--decode-weights");
+  RunResult u = RunPagoda({"generate", "-m", q8, "-p", "x", "--decode-weights", "q8_0"});
+  EXPECT_EQ(u.exit_code, 1);
+  EXPECT_NE(u.err.find("q4_0 or q4_k"), std::string::npos) << u.err;
+  // Re-quantizing 4-bit input, an unknown type, a missing file.
+  ExpectCleanError({"quantize", q4, Path("x.gguf"), "--type", "q4_k"}, q4, "Q4_0");
+  RunResult t = RunPagoda({"quantize", q8, Path("y.gguf"), "--type", "q3_k"});
+  EXPECT_EQ(t.exit_code, 1);
+  EXPECT_NE(t.err.find("q3_k"), std::string::npos) << t.err;
+  ExpectCleanError({"quantize", Path("missing.gguf"), Path("z.gguf"), "--type", "q8_0"}, "missing.gguf", "");
+  EXPECT_EQ(RunPagoda({"quantize", q8, q8, "--type", "q4_0"}).exit_code, 1);
+}
+
 }  // namespace
 }  // namespace pagoda

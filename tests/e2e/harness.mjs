@@ -51,7 +51,8 @@ export class Server {
     s.stderr = '';
     s.exited = false;
     s.exitCode = null;
-    s.proc = spawn(bin, ['serve', '-m', modelPath, '--port', String(port), '-t', '1', ...args],
+    // The KV page integrity check is on in every suite: stop() fails on any alarm.
+    s.proc = spawn(bin, ['serve', '-m', modelPath, '--port', String(port), '-t', '1', '--kv-integrity', 'check', ...args],
                    { stdio: ['ignore', 'inherit', 'pipe'] });
     s.proc.stderr.on('data', (d) => { s.stderr += d; process.stderr.write(d); });
     live.add(s.proc);
@@ -101,9 +102,14 @@ export class Server {
 
   async stop() {
     if (this.exited) return this.exitCode;
+    let alarms = 0;
+    try { alarms = (await this.metrics()).kv_cache_integrity_failures_total ?? 0; } catch {}
     this.proc.kill('SIGTERM');
     await new Promise(r => { if (this.exited) r(); else this.proc.on('exit', r); setTimeout(r, 10000); });
     if (!this.exited) this.proc.kill('SIGKILL');
+    // Only kv_integrity.test.mjs plants KV faults (and raises allowedAlarms):
+    // any other integrity failure is a false alarm.
+    if (alarms > (this.allowedAlarms ?? 0)) throw new Error(`pagoda serve reported ${alarms} KV cache integrity failures`);
     return this.exitCode;
   }
 }

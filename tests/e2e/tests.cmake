@@ -7,9 +7,11 @@
 #   bad_input         every class of bad request: its 4xx and an OpenAI error object
 #   soak              PAGODA_SOAK_SECONDS (20) of valid, malformed and abandoned requests; no leaks
 #   pressure          tiny KV cache (preemption) and --max-waiting 1 (429 + Retry-After)
+#   kv_integrity      a planted KV page fault (--testing-kv-fault): 500 kv_cache_integrity, SSE error, metric
+#   structured_outputs  response_format / tools / grammar / regex enforced (ajv-validated), 400s, the schema corpus
 find_program(PAGODA_NODE node)
 if(PAGODA_NODE)
-  foreach(suite serve_openai batch_invariance bad_input soak pressure)
+  foreach(suite serve_openai batch_invariance bad_input soak pressure kv_integrity structured_outputs)
     add_test(NAME e2e_${suite}
              COMMAND ${PAGODA_NODE} ${CMAKE_CURRENT_LIST_DIR}/${suite}.test.mjs
                      $<TARGET_FILE:pagoda_cli> ${PAGODA_TESTDATA_DIR}/stories260K.gguf
@@ -19,4 +21,6 @@ if(PAGODA_NODE)
   endforeach()
   # Each starts its own servers on free ports; the soak wants the CPU to itself.
   set_tests_properties(e2e_soak PROPERTIES RUN_SERIAL TRUE)
+  # Two servers and the 50-schema corpus at three seeds on each.
+  set_tests_properties(e2e_structured_outputs PROPERTIES TIMEOUT 900)
 endif()

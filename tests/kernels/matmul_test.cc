@@ -56,6 +56,18 @@ class IsaGuard {
   Isa saved_;
 };
 
+class BatchPathGuard {
+ public:
+  explicit BatchPathGuard(BatchPath path) : saved_(ActiveBatchPath()) { SetBatchPathForTesting(path); }
+  ~BatchPathGuard() { SetBatchPathForTesting(saved_); }
+
+ private:
+  BatchPath saved_;
+};
+
+const BatchPath kAllPaths[] = {BatchPath::kAuto, BatchPath::kLegacy, BatchPath::kGemv, BatchPath::kPanel,
+                               BatchPath::kGemm};
+
 // Checks got against MatMulReference within the error bound described below.
 void ExpectNearReference(const TensorView& w, const float* x, int64_t n_tokens, const float* got,
                          const std::string& what);
@@ -132,9 +144,76 @@ INSTANTIATE_TEST_SUITE_P(
     AllTypes, MatMulTest,
     ::testing::Combine(::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
                                          DType::kQ4_1, DType::kQ5_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K),
-                       ::testing::ValuesIn(SupportedIsas()), ::testing::Values<int64_t>(1, 3, 16, 67),
+                       ::testing::ValuesIn(SupportedIsas()),
+                       ::testing::Values<int64_t>(1, 2, 3, 5, 8, 13, 16, 31, 64, 67),
                        ::testing::Values<int64_t>(1, 7, 37)),
     ParamName);
+
+// Every kernel family for quantized weights (BatchPath), forced for every
+// batch size: the int8 GEMV tiles, the int8 panel (16-row groups, 2-group x
+// 4-token register tile, 64-row chunks) and the dequantizing GEMM. Row counts
+// leave partial 16-row groups and partial chunks (37 = 2 groups + 5 rows;
+// 100 = one 64-row chunk + 36), token counts partial token tiles. Same error
+// bound as MatMulTest (the panel rounds activations per 32-block, inside the
+// bound's per-256 allowance for K-quants).
+using BatchPathParam = std::tuple<DType, Isa, BatchPath, int64_t /*n_tokens*/, int64_t /*n_out*/>;
+
+class MatMulBatchPathTest : public ::testing::TestWithParam<BatchPathParam> {};
+
+TEST_P(MatMulBatchPathTest, MatchesReference) {
+  const auto [type, isa, path, n_tokens, n_out] = GetParam();
+  const int64_t n_in = GetDTypeInfo(type).block_size == 256 ? 768 : 224;
+  std::vector<uint8_t> storage;
+  const TensorView w = MakeWeight(type, n_out, n_in, 4321, storage);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(n_tokens * n_in);
+  for (auto& v : x) v = dist(rng);
+  // A few large activations: blocks with very different scales.
+  for (int64_t i = 0; i < n_tokens * n_in; i += 97) x[i] *= 30.0f;
+  std::vector<float> got(n_tokens * n_out, NAN);
+  ThreadPool pool(2);
+  {
+    IsaGuard isa_guard(isa);
+    BatchPathGuard path_guard(path);
+    MatMul(w, x.data(), n_tokens, got.data(), pool);
+  }
+  ExpectNearReference(w, x.data(), n_tokens, got.data(),
+                      std::string(DTypeName(type)) + " " + IsaName(isa) + " " + BatchPathName(path));
+}
+
+std::vector<Isa> SimdIsas() {
+  std::vector<Isa> v;
+  for (Isa isa : SupportedIsas()) {
+    if (isa != Isa::kScalar) v.push_back(isa);
+  }
+  return v;
+}
+
+std::string BatchPathParamName(const ::testing::TestParamInfo<BatchPathParam>& info) {
+  const auto [type, isa, path, n_tokens, n_out] = info.param;
+  return std::string(DTypeName(type)) + "_" + IsaName(isa) + "_" + BatchPathName(path) + "_t" +
+         std::to_string(n_tokens) + "_r" + std::to_string(n_out);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    QuantTypes, MatMulBatchPathTest,
+    ::testing::Combine(::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ4_K,
+                                         DType::kQ5_K, DType::kQ6_K),
+                       ::testing::ValuesIn(SimdIsas()),
+                       ::testing::Values(BatchPath::kGemv, BatchPath::kPanel, BatchPath::kGemm),
+                       ::testing::Values<int64_t>(1, 2, 3, 5, 8, 13, 16, 31, 64),
+                       ::testing::Values<int64_t>(37, 100)),
+    BatchPathParamName);
+
+TEST(MatMulBatchPathNamesTest, RoundTrip) {
+  for (BatchPath p : kAllPaths) {
+    const auto parsed = ParseBatchPath(BatchPathName(p));
+    ASSERT_TRUE(parsed.has_value());
+    EXPECT_EQ(*parsed, p);
+  }
+  EXPECT_FALSE(ParseBatchPath("fast").has_value());
+}
 
 // Weights placed so that their last byte is the last readable byte before a
 // PROT_NONE page (and their first byte follows one): every path must stay
@@ -176,17 +255,21 @@ TEST(MatMulBoundsTest, ReadsOnlyTheWeightBytes) {
       GuardedBuffer guarded(storage.size());
       std::memcpy(guarded.data(), storage.data(), storage.size());
       w.data = guarded.data();
-      for (int64_t n_tokens : {1, 2, 9}) {
+      for (int64_t n_tokens : {1, 2, 9, 17}) {
         std::mt19937 rng(5);
         std::normal_distribution<float> dist(0.0f, 1.0f);
         std::vector<float> x(n_tokens * n_in);
         for (auto& v : x) v = dist(rng);
         for (Isa isa : SupportedIsas()) {
-          IsaGuard guard(isa);
-          std::vector<float> got(n_tokens * n_out, NAN);
-          MatMul(w, x.data(), n_tokens, got.data(), pool);
-          ExpectNearReference(w, x.data(), n_tokens, got.data(),
-                              std::string(DTypeName(type)) + " " + IsaName(isa) + " n_in " + std::to_string(n_in));
+          for (BatchPath path : kAllPaths) {
+            IsaGuard guard(isa);
+            BatchPathGuard path_guard(path);
+            std::vector<float> got(n_tokens * n_out, NAN);
+            MatMul(w, x.data(), n_tokens, got.data(), pool);
+            ExpectNearReference(w, x.data(), n_tokens, got.data(),
+                                std::string(DTypeName(type)) + " " + IsaName(isa) + " " + BatchPathName(path) +
+                                    " n_in " + std::to_string(n_in));
+          }
         }
       }
     }
@@ -205,7 +288,7 @@ TEST(MatMulSharedTest, MatchesSeparateMatMuls) {
   ThreadPool pool(2);
   for (Isa isa : SupportedIsas()) {
     IsaGuard guard(isa);
-    for (int64_t n_tokens : {1, 5, 16}) {
+    for (int64_t n_tokens : {1, 5, 16, 33}) {
       std::mt19937 rng(3);
       std::normal_distribution<float> dist(0.0f, 1.0f);
       std::vector<float> x(n_tokens * n_in);

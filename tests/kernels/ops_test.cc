@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/cpu/kv_quant.h"
 #include "kernels/cpu/matmul.h"
 #include "tensor/fp16.h"
 
@@ -138,17 +139,34 @@ struct AttnCase {
 // A paged cache in head-major blocks ([n_head_kv][block_size][head_dim]),
 // the layout a paged cache may choose; the kernel must not care. Elements of
 // `type`; f16 rounded by tensor/fp16.h, independently of the kernels.
+// bf16 / fp8 / int8 blocks are written through StoreKvRowQuantized / bf16
+// rounding one head row at a time, so their scales grow (and earlier rows get
+// re-encoded) as in a real cache.
 struct PagedKv {
   std::vector<std::vector<float>> k_storage, v_storage;
   std::vector<std::vector<uint16_t>> k_half, v_half;
+  std::vector<std::vector<uint8_t>> k_codes, v_codes;
+  std::vector<std::vector<float>> k_scale, v_scale;  // per block: [n_head_kv]
   std::vector<const void*> k_blocks, v_blocks;
+  std::vector<const float*> k_scales, v_scales;
   KvView view;
 };
 
-std::vector<uint16_t> ToHalf(const std::vector<float>& v) {
-  std::vector<uint16_t> h(v.size());
-  for (size_t i = 0; i < v.size(); ++i) h[i] = F32ToF16(v[i]);
-  return h;
+// One block ([n_head_kv][block_size][head_dim] floats) in `type`.
+void EncodeBlock(const std::vector<float>& x, int n_head_kv, int block_size, int head_dim, KvType type,
+                 std::vector<uint16_t>* half, std::vector<uint8_t>* codes, std::vector<float>* scale) {
+  half->resize(x.size());
+  codes->resize(x.size());
+  scale->assign(n_head_kv, 0.0f);
+  for (size_t i = 0; i < x.size(); ++i) (*half)[i] = type == KvType::kBf16 ? F32ToBF16(x[i]) : F32ToF16(x[i]);
+  if (!KvTypeHasScales(type)) return;
+  for (int h = 0; h < n_head_kv; ++h) {
+    for (int s = 0; s < block_size; ++s) {
+      const int64_t off = (int64_t{h} * block_size + s) * head_dim;
+      StoreKvRowQuantized(x.data() + off, 1, head_dim, type, codes->data() + int64_t{h} * block_size * head_dim,
+                          head_dim, block_size, s, &(*scale)[h]);
+    }
+  }
 }
 
 PagedKv MakePagedKv(int n_pos, int n_head_kv, int head_dim, int block_size, uint32_t seed,
@@ -158,16 +176,33 @@ PagedKv MakePagedKv(int n_pos, int n_head_kv, int head_dim, int block_size, uint
   for (int b = 0; b < n_blocks; ++b) {
     kv.k_storage.push_back(RandomVector(int64_t{n_head_kv} * block_size * head_dim, seed + 2 * b));
     kv.v_storage.push_back(RandomVector(int64_t{n_head_kv} * block_size * head_dim, seed + 2 * b + 1));
-    kv.k_half.push_back(ToHalf(kv.k_storage.back()));
-    kv.v_half.push_back(ToHalf(kv.v_storage.back()));
+    kv.k_half.emplace_back();
+    kv.v_half.emplace_back();
+    kv.k_codes.emplace_back();
+    kv.v_codes.emplace_back();
+    kv.k_scale.emplace_back();
+    kv.v_scale.emplace_back();
+    EncodeBlock(kv.k_storage.back(), n_head_kv, block_size, head_dim, type, &kv.k_half.back(), &kv.k_codes.back(),
+                &kv.k_scale.back());
+    EncodeBlock(kv.v_storage.back(), n_head_kv, block_size, head_dim, type, &kv.v_half.back(), &kv.v_codes.back(),
+                &kv.v_scale.back());
   }
   // Blocks in reverse order of allocation, as a block table may well be.
+  auto pick = [type](const std::vector<float>& f, const std::vector<uint16_t>& h,
+                      const std::vector<uint8_t>& c) -> const void* {
+    if (type == KvType::kF32) return f.data();
+    if (type == KvType::kF16 || type == KvType::kBf16) return h.data();
+    return c.data();
+  };
   for (int b = n_blocks - 1; b >= 0; --b) {
-    const bool f16 = type == KvType::kF16;
-    kv.k_blocks.insert(kv.k_blocks.begin(), f16 ? static_cast<const void*>(kv.k_half[b].data())
-                                                : kv.k_storage[b].data());
-    kv.v_blocks.insert(kv.v_blocks.begin(), f16 ? static_cast<const void*>(kv.v_half[b].data())
-                                                : kv.v_storage[b].data());
+    kv.k_blocks.insert(kv.k_blocks.begin(), pick(kv.k_storage[b], kv.k_half[b], kv.k_codes[b]));
+    kv.v_blocks.insert(kv.v_blocks.begin(), pick(kv.v_storage[b], kv.v_half[b], kv.v_codes[b]));
+    kv.k_scales.insert(kv.k_scales.begin(), kv.k_scale[b].data());
+    kv.v_scales.insert(kv.v_scales.begin(), kv.v_scale[b].data());
+  }
+  if (KvTypeHasScales(type)) {
+    kv.view.k_scales = kv.k_scales.data();
+    kv.view.v_scales = kv.v_scales.data();
   }
   kv.view.type = type;
   kv.view.k_blocks = kv.k_blocks.data();
@@ -211,10 +246,30 @@ TEST_P(AttentionTest, MatchesReference) {
     kvs.push_back(MakePagedKv(c.prefix[s] + c.n_new[s], c.n_head_kv, c.head_dim, c.block_size,
                               100 + s, type));
   }
+  // Types below f16 read the batch's own positions as f32 rows, as the model
+  // passes them (rows [n_new, n_head_kv * head_dim], copied out of the blocks).
+  const bool fresh = KvTypeUsesFreshRows(type);
+  const int64_t kv_width = int64_t{c.n_head_kv} * c.head_dim;
+  std::vector<std::vector<float>> fresh_k(n_seqs), fresh_v(n_seqs);
   for (int s = 0; s < n_seqs; ++s) {
     seqs[s].kv = kvs[s].view;
     seqs[s].rows = rows[s].data();
     seqs[s].n_rows = static_cast<int32_t>(rows[s].size());
+    if (!fresh) continue;
+    for (int i = 0; i < c.n_new[s]; ++i) {
+      const int p = c.prefix[s] + i, b = p / c.block_size, slot = p % c.block_size;
+      for (int h = 0; h < c.n_head_kv; ++h) {
+        const int64_t off = (int64_t{h} * c.block_size + slot) * c.head_dim;
+        for (int d = 0; d < c.head_dim; ++d) {
+          fresh_k[s].push_back(kvs[s].k_storage[b][off + d]);
+          fresh_v[s].push_back(kvs[s].v_storage[b][off + d]);
+        }
+      }
+    }
+    seqs[s].kv.fresh_start = c.prefix[s];
+    seqs[s].kv.fresh_k = fresh_k[s].data();
+    seqs[s].kv.fresh_v = fresh_v[s].data();
+    seqs[s].kv.fresh_k_stride = seqs[s].kv.fresh_v_stride = kv_width;
   }
   const int64_t n_rows = static_cast<int64_t>(positions.size());
   const int64_t q_stride = int64_t{c.n_head} * c.head_dim;
@@ -234,6 +289,8 @@ TEST_P(AttentionTest, MatchesReference) {
   // element by 2e-3 and all but 3% by 1e-5 (observed: max 1.3e-3 and 0.6% on
   // the pp512 shape, 1.3% over 4200 keys). A missing or misplaced rounding
   // moves most elements by more than 1e-5.
+  // bf16 / fp8 / int8: the reference decodes the same codes and scales (in
+  // double), so only f32 arithmetic differs: the f32 bound.
   const double tight = 1e-5;
   const double loose = type == KvType::kF16 ? 2e-3 : tight;
   size_t n_over = 0;
@@ -245,6 +302,18 @@ TEST_P(AttentionTest, MatchesReference) {
     n_over += diff > tight;
   }
   EXPECT_LE(n_over, got.size() * 3 / 100) << "max diff " << max_diff;
+  if (fresh && std::all_of(c.prefix.begin(), c.prefix.end(), [](int p) { return p == 0; })) {
+    // Every key is a fresh row: exactly the f32 cache's result.
+    std::vector<AttentionSeq> f32_seqs = seqs;
+    std::vector<PagedKv> f32_kvs;
+    for (int s = 0; s < n_seqs; ++s) {
+      f32_kvs.push_back(MakePagedKv(c.n_new[s], c.n_head_kv, c.head_dim, c.block_size, 100 + s, KvType::kF32));
+    }
+    for (int s = 0; s < n_seqs; ++s) f32_seqs[s].kv = f32_kvs[s].view;
+    std::vector<float> f32_want(got.size());
+    AttentionReference(sh, q.data(), q_stride, positions.data(), f32_seqs.data(), n_seqs, f32_want.data(), q_stride);
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], f32_want[i], tight) << "element " << i;
+  }
 }
 
 const AttnCase kAttnCases[] = {
@@ -260,7 +329,8 @@ const AttnCase kAttnCases[] = {
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
                          ::testing::Combine(::testing::ValuesIn(kAttnCases),
                                             ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
-                                            ::testing::Values(KvType::kF32, KvType::kF16)));
+                                            ::testing::Values(KvType::kF32, KvType::kF16, KvType::kBf16,
+                                                              KvType::kFp8E4M3, KvType::kInt8)));
 
 // ---- KV element stores -------------------------------------------------------
 
@@ -302,9 +372,19 @@ INSTANTIATE_TEST_SUITE_P(Isas, StoreKvRowTest,
 TEST(KvTypeTest, ParsesNames) {
   EXPECT_EQ(ParseKvType("f16"), KvType::kF16);
   EXPECT_EQ(ParseKvType("F32"), KvType::kF32);
+  EXPECT_EQ(ParseKvType("bf16"), KvType::kBf16);
+  EXPECT_EQ(ParseKvType("fp8_e4m3"), KvType::kFp8E4M3);
+  EXPECT_EQ(ParseKvType("FP8"), KvType::kFp8E4M3);
+  EXPECT_EQ(ParseKvType("int8"), KvType::kInt8);
   EXPECT_FALSE(ParseKvType("q8_0").has_value());
-  EXPECT_STREQ(KvTypeName(KvType::kF16), "f16");
+  EXPECT_FALSE(ParseKvType("fp8_e5m2").has_value());
+  for (KvType t : {KvType::kF32, KvType::kF16, KvType::kBf16, KvType::kFp8E4M3, KvType::kInt8}) {
+    EXPECT_EQ(ParseKvType(KvTypeName(t)), t);
+  }
   EXPECT_EQ(KvTypeSize(KvType::kF16), 2);
+  EXPECT_EQ(KvTypeSize(KvType::kBf16), 2);
+  EXPECT_EQ(KvTypeSize(KvType::kFp8E4M3), 1);
+  EXPECT_EQ(KvTypeSize(KvType::kInt8), 1);
 }
 
 }  // namespace

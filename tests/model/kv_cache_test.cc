@@ -1,9 +1,12 @@
 #include "model/kv_cache.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "kernels/cpu/kv_quant.h"
 #include "tensor/fp16.h"
 
 namespace pagoda {
@@ -29,16 +32,40 @@ TEST_P(ContiguousKvCacheTypeTest, WrittenRowsReadBackThroughTheView) {
   (*kv)->WriteK(1, 1, 2, k);  // layer 1: 8 wide, no V
   const kernels::KvView view = (*kv)->View(0, 1);
   EXPECT_EQ(view.type, type);
-  auto at = [&](const void* const* blocks, int64_t pos_stride, int64_t head_stride, int head, int d) {
-    const int64_t i = (2 % view.block_size) * pos_stride + head * head_stride + d;
-    const void* block = blocks[2 / view.block_size];
-    return type == KvType::kF16 ? F16ToF32(static_cast<const uint16_t*>(block)[i])
-                                : static_cast<const float*>(block)[i];
+  // Decoded with tensor/fp16.h and kv_quant.h, independently of the kernels.
+  auto at = [&](bool is_k, int head, int d) -> float {
+    const int64_t i = (2 % view.block_size) * (is_k ? view.k_pos_stride : view.v_pos_stride) +
+                      head * (is_k ? view.k_head_stride : view.v_head_stride) + d;
+    const void* block = (is_k ? view.k_blocks : view.v_blocks)[2 / view.block_size];
+    switch (type) {
+      case KvType::kF16: return F16ToF32(static_cast<const uint16_t*>(block)[i]);
+      case KvType::kBf16: return BF16ToF32(static_cast<const uint16_t*>(block)[i]);
+      case KvType::kF32: return static_cast<const float*>(block)[i];
+      default: break;
+    }
+    const float scale = (is_k ? view.k_scales : view.v_scales)[2 / view.block_size][head];
+    const uint8_t c = static_cast<const uint8_t*>(block)[i];
+    return (type == KvType::kFp8E4M3 ? kernels::Fp8E4M3ToFloat(c) : static_cast<int8_t>(c)) * scale;
   };
-  EXPECT_EQ(at(view.k_blocks, view.k_pos_stride, view.k_head_stride, 1, 1),
-            type == KvType::kF16 ? 0.0999755859375f : 0.1f);
-  EXPECT_EQ(at(view.k_blocks, view.k_pos_stride, view.k_head_stride, 1, 3), 65504.0f);
-  EXPECT_EQ(at(view.v_blocks, view.v_pos_stride, view.v_head_stride, 0, 2), -3.0f);
+  // Exact for f32; the type's rounding otherwise (scaled types: relative to
+  // the head's largest value, 65504 for K head 1, 8 for V head 0).
+  auto near = [&](float got, float want, float head_amax) {
+    switch (type) {
+      case KvType::kF32: return got == want;
+      case KvType::kF16: return std::abs(got - want) <= std::abs(want) * 0x1p-11f;
+      case KvType::kBf16: return std::abs(got - want) <= std::abs(want) * 0x1p-8f;
+      case KvType::kFp8E4M3: return std::abs(got - want) <= std::max(std::abs(want) * 0x1p-4f, head_amax * 0x1p-12f);
+      case KvType::kInt8: return std::abs(got - want) <= head_amax / 127.0f;
+    }
+    return false;
+  };
+  EXPECT_TRUE(near(at(true, 1, 1), 0.1f, 65504)) << at(true, 1, 1);
+  if (type == KvType::kF16) EXPECT_EQ(at(true, 1, 1), 0.0999755859375f);
+  EXPECT_TRUE(near(at(true, 1, 3), 65504.0f, 65504)) << at(true, 1, 3);
+  EXPECT_TRUE(near(at(true, 0, 0), 1.0f, 4)) << at(true, 0, 0);
+  EXPECT_TRUE(near(at(false, 0, 2), -3.0f, 4)) << at(false, 0, 2);
+  EXPECT_TRUE(near(at(false, 1, 3), -8.0f, 8)) << at(false, 1, 3);
+  EXPECT_EQ(view.k_scales != nullptr, kernels::KvTypeHasScales(type));
   const kernels::KvView view1 = (*kv)->View(1, 1);
   EXPECT_EQ(view1.k_head_stride, 8);
   EXPECT_EQ((*kv)->SequenceLength(1), 3);
@@ -46,7 +73,8 @@ TEST_P(ContiguousKvCacheTypeTest, WrittenRowsReadBackThroughTheView) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, ContiguousKvCacheTypeTest,
-                         ::testing::Values(KvType::kF32, KvType::kF16),
+                         ::testing::Values(KvType::kF32, KvType::kF16, KvType::kBf16, KvType::kFp8E4M3,
+                                           KvType::kInt8),
                          [](const ::testing::TestParamInfo<KvType>& info) {
                            return std::string(kernels::KvTypeName(info.param));
                          });
@@ -78,6 +106,33 @@ TEST(ContiguousKvCacheTest, TruncateAllowsRewriting) {
   EXPECT_TRUE((*kv)->Prepare(b).ok());
   (*kv)->RemoveSequence(0);
   EXPECT_EQ((*kv)->SequenceLength(0), 0);
+}
+
+// A scale only grows while its group holds positions; positions given up by
+// Truncate start their group afresh (as a newly allocated paged block).
+TEST(ContiguousKvCacheTest, TruncateRestartsScaleGroups) {
+  auto kv = ContiguousKvCache::Create(Spec(), 1, 40, KvType::kFp8E4M3);
+  ASSERT_TRUE(kv.ok());
+  Batch b;
+  for (int i = 0; i < 20; ++i) b.Add(0, i, 0, false);
+  ASSERT_TRUE((*kv)->Prepare(b).ok());
+  const float big[8] = {1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000};
+  const float small[8] = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
+  (*kv)->WriteK(0, 0, 0, small);
+  (*kv)->WriteK(0, 0, 17, big);
+  (*kv)->WriteK(0, 0, 18, big);
+  kernels::KvView view = (*kv)->View(0, 0);
+  EXPECT_EQ(view.block_size, kernels::kKvScaleGroup);
+  EXPECT_EQ(view.k_scales[0][0], kernels::KvScaleFor(KvType::kFp8E4M3, 0.5f));
+  EXPECT_EQ(view.k_scales[1][0], kernels::KvScaleFor(KvType::kFp8E4M3, 1000.0f));
+  (*kv)->Truncate(0, 16);
+  b.Clear();
+  b.Add(0, 16, 0, false);
+  ASSERT_TRUE((*kv)->Prepare(b).ok());
+  (*kv)->WriteK(0, 0, 16, small);
+  view = (*kv)->View(0, 0);
+  EXPECT_EQ(view.k_scales[1][0], kernels::KvScaleFor(KvType::kFp8E4M3, 0.5f));
+  EXPECT_EQ(view.k_scales[0][0], kernels::KvScaleFor(KvType::kFp8E4M3, 0.5f));  // kept
 }
 
 TEST(ContiguousKvCacheTest, RejectsBadSizes) {

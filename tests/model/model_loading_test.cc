@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "model/model_registry.h"
 #include "model/random_model.h"
+#include "support/test_paths.h"
 
 namespace pagoda {
 namespace {
@@ -19,7 +20,7 @@ namespace {
 using ::testing::HasSubstr;
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("pagoda_loading_" + name + ".gguf")).string();
+  return (::pagoda::testing::TempDirForProcess() / ("pagoda_loading_" + name + ".gguf")).string();
 }
 
 RandomModelSpec TinySpec(const std::string& arch = "llama") {

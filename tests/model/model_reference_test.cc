@@ -115,7 +115,7 @@ TEST_P(ModelReferenceTest, LogitsMatchFloat64Reference) {
   if (std::string(p.arch) == "qwen2") spec.tied_output = true;
   if (std::string(p.arch) == "qwen3") spec.head_dim = 128;  // key_length != n_embd / n_head
   if (std::string(p.arch) == "llama") spec.rope_freq_factors = {1, 1, 2, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
-  const std::string path = (std::filesystem::temp_directory_path() /
+  const std::string path = (::pagoda::testing::TempDirForProcess() /
                             ("pagoda_ref_" + std::string(p.arch) + "_" + DTypeName(p.type) + ".gguf"))
                                .string();
   Status st = WriteRandomModel(spec, path);
@@ -180,7 +180,7 @@ TEST(ModelReferenceTest, SmallMicroBatchesGiveTheSameLogits) {
   spec.n_ff = 128;
   spec.n_vocab = 300;
   spec.weight_type = DType::kF32;
-  const std::string path = (std::filesystem::temp_directory_path() / "pagoda_ref_ubatch.gguf").string();
+  const std::string path = (::pagoda::testing::TempDirForProcess() / "pagoda_ref_ubatch.gguf").string();
   ASSERT_TRUE(WriteRandomModel(spec, path).ok());
   const Comparison c = CompareWithReference(path, TestTokens(20, spec.n_vocab, 2), 13, KvType::kF32, 3);
   std::filesystem::remove(path);

@@ -13,6 +13,8 @@
 
 #include "gguf/gguf_file.h"
 #include "kernels/cpu/quantize.h"
+#include "kernels/cpu/quantize_weights.h"
+#include "support/test_paths.h"
 
 namespace pagoda {
 namespace {
@@ -57,7 +59,7 @@ std::map<std::string, Expected> ExpectedTensors(const RandomModelSpec& s, int64_
 }
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
+  return (::pagoda::testing::TempDirForProcess() /
           ("pagoda_random_model_" + std::to_string(::getpid()) + "_" + name))
       .string();
 }
@@ -229,7 +231,7 @@ TEST(RandomModelTest, EveryWeightTypeEncodesTheSameValues) {
       std::vector<uint8_t> want(b.nbytes);
       const int64_t n = a.ne[0], rows = a.nbytes / 4 / n, row_bytes = RowBytes(t, n);
       for (int64_t r = 0; r < rows; ++r) {
-        ASSERT_TRUE(kernels::QuantizeRow(t, src + r * n, want.data() + r * row_bytes, n).ok());
+        ASSERT_TRUE(kernels::QuantizeWeightRow(t, src + r * n, want.data() + r * row_bytes, n).ok());
       }
       EXPECT_EQ(0, std::memcmp(want.data(), bytes.data() + parsed->data_offset + b.offset, b.nbytes))
           << name << " as " << DTypeName(t);

@@ -67,14 +67,24 @@ class Scratch {
   size_t cap_ = 0;
 };
 
+std::atomic<BatchPath>& BatchPathRef() {
+  static std::atomic<BatchPath> path{[] {
+    const char* env = std::getenv("PAGODA_BATCH_PATH");
+    const auto p = env ? ParseBatchPath(env) : std::nullopt;
+    return p ? *p : BatchPath::kAuto;
+  }()};
+  return path;
+}
+
 thread_local Scratch t_act_scratch;
 thread_local Scratch t_panel_scratch;
 
 const internal::Plan* SelectPlan(DType type, int64_t n_tokens) {
   const Isa isa = ActiveIsa();
+  const BatchPath path = ActiveBatchPath();
   const internal::Plan* p = nullptr;
-  if (isa == Isa::kAvx512) p = internal::Avx512Plan(type, n_tokens);
-  if (!p && static_cast<int>(isa) >= static_cast<int>(Isa::kAvx2)) p = internal::Avx2Plan(type, n_tokens);
+  if (isa == Isa::kAvx512) p = internal::Avx512Plan(type, n_tokens, path);
+  if (!p && static_cast<int>(isa) >= static_cast<int>(Isa::kAvx2)) p = internal::Avx2Plan(type, n_tokens, path);
   if (!p) p = internal::ScalarPlan(type, n_tokens);
   return p;
 }
@@ -97,6 +107,28 @@ Isa DetectedIsa() {
 void SetIsaForTesting(Isa isa) {
   PAGODA_CHECK(static_cast<int>(isa) <= static_cast<int>(DetectedIsa())) << "ISA " << IsaName(isa) << " not supported here";
   ActiveIsaRef().store(isa);
+}
+
+void SetBatchPathForTesting(BatchPath path) { BatchPathRef().store(path); }
+
+BatchPath ActiveBatchPath() { return BatchPathRef().load(std::memory_order_relaxed); }
+
+const char* BatchPathName(BatchPath path) {
+  switch (path) {
+    case BatchPath::kAuto: return "auto";
+    case BatchPath::kLegacy: return "legacy";
+    case BatchPath::kGemv: return "gemv";
+    case BatchPath::kPanel: return "panel";
+    case BatchPath::kGemm: return "gemm";
+  }
+  return "?";
+}
+
+std::optional<BatchPath> ParseBatchPath(std::string_view name) {
+  for (BatchPath p : {BatchPath::kAuto, BatchPath::kLegacy, BatchPath::kGemv, BatchPath::kPanel, BatchPath::kGemm}) {
+    if (name == BatchPathName(p)) return p;
+  }
+  return std::nullopt;
 }
 
 Isa ActiveIsa() { return ActiveIsaRef().load(std::memory_order_relaxed); }

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string_view>
 
 #include "base/status.h"
 #include "base/thread_pool.h"
@@ -45,5 +47,22 @@ Isa DetectedIsa();
 void SetIsaForTesting(Isa isa);
 Isa ActiveIsa();
 const char* IsaName(Isa isa);
+
+// Kernel family for quantized weights (A/B runs and tests; F32/F16/BF16
+// weights are not affected):
+//   kAuto   the measured choice per ISA, type and n_tokens
+//   kLegacy int8 GEMV plans below 8 tokens, dequantizing GEMM from 8 (the
+//           choice before the int8 panel existed)
+//   kGemv   the int8 GEMV register-tile plans for every n_tokens
+//   kPanel  the int8 panel ("small GEMM") for every n_tokens (AVX-512; AVX2
+//           and scalar fall back to kAuto)
+//   kGemm   the dequantize-to-bf16 (AVX2: f32) GEMM for every n_tokens
+// The environment variable PAGODA_BATCH_PATH (auto|legacy|gemv|panel|gemm)
+// sets the initial value.
+enum class BatchPath { kAuto, kLegacy, kGemv, kPanel, kGemm };
+void SetBatchPathForTesting(BatchPath path);
+BatchPath ActiveBatchPath();
+const char* BatchPathName(BatchPath path);
+std::optional<BatchPath> ParseBatchPath(std::string_view name);
 
 }  // namespace pagoda::kernels

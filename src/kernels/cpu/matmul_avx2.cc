@@ -1,5 +1,9 @@
 // AVX2 + FMA + F16C MatMul plans, for CPUs without AVX-512.
 //
+// No int8 panel ("small GEMM") twin yet: quantized weights use the Q8 GEMV
+// tiles up to kInt8MaxTokens and the f32 GEMM above (BatchPath kGemv / kGemm
+// force one of them; kPanel falls back to this choice).
+//
 //  decode (n_tokens < kGemmMinTokens):
 //   * Q4_0/Q5_0/Q4_1/Q8_0: activations -> Q8 per 32-block (max-abs,
 //     d = amax / 127), vpmaddubsw + vpmaddwd int8 dots, one f32 FMA per block.
@@ -26,6 +30,10 @@
 namespace pagoda::kernels::internal {
 namespace {
 
+// Quantized weights (BatchPath::kAuto): int8 plans up to this many tokens,
+// the f32 GEMM above.
+constexpr int64_t kInt8MaxTokens = 7;
+// F32/F16/BF16: the wide f32 plans below this many tokens, GEMM from it.
 constexpr int64_t kGemmMinTokens = 8;
 
 inline float Hsum(__m256 v) {
@@ -271,12 +279,16 @@ const Plan kGemmPacked = {F32Bytes, CopyF32, F32Bytes, PackF32, ComputeGemmF32, 
 
 }  // namespace
 
-const Plan* Avx2Plan(DType type, int64_t n_tokens) {
-  const bool gemm = n_tokens >= kGemmMinTokens;
+const Plan* Avx2Plan(DType type, int64_t n_tokens, BatchPath path) {
+  const bool wide_gemm = n_tokens >= kGemmMinTokens;
+  bool gemm = n_tokens > kInt8MaxTokens;
+  if (path == BatchPath::kLegacy) gemm = n_tokens >= kGemmMinTokens;
+  if (path == BatchPath::kGemv) gemm = false;
+  if (path == BatchPath::kGemm) gemm = true;
   switch (type) {
-    case DType::kF32: return gemm ? &kGemmF32 : &kWideF32;
-    case DType::kF16: return gemm ? &kGemmPacked : &kWideF16;
-    case DType::kBF16: return gemm ? &kGemmPacked : &kWideBF16;
+    case DType::kF32: return wide_gemm ? &kGemmF32 : &kWideF32;
+    case DType::kF16: return wide_gemm ? &kGemmPacked : &kWideF16;
+    case DType::kBF16: return wide_gemm ? &kGemmPacked : &kWideBF16;
     case DType::kQ4_0: return gemm ? &kGemmPacked : &kQ8Q4_0;
     case DType::kQ4_1: return gemm ? &kGemmPacked : &kQ8Q4_1;
     case DType::kQ5_0: return gemm ? &kGemmPacked : &kQ8Q5_0;

@@ -1,6 +1,18 @@
 // AVX-512 MatMul plans (F, BW, DQ, VL, VNNI, BF16).
 //
-//  decode (n_tokens < kGemmMinTokens):
+// Quantized weights choose by batch size (BatchPath::kAuto, see ChooseQuant):
+//  * n_tokens < PanelMinTokens(type) (12 for Q4_0, 24 for Q8_0, 16 for the
+//    rest): the int8 GEMV register tiles below (decode, small batches).
+//  * from there on, prefill included: the int8 panel ("small GEMM",
+//    matmul_int8_avx512.cc): each 64-row chunk is repacked once per call into
+//    16-row-interleaved s8 levels and every token reuses it (vpdpbusd, a
+//    2 x 16-row by 4-token register tile). Error: activation Q8 rounding
+//    only, as for decode.
+//  The bf16 GEMM below is used for quantized weights only when forced
+//  (BatchPath::kGemm / kLegacy); it was 1.4-2.1x slower than the panel at
+//  16..256 tokens. F32/F16/BF16 weights keep the wide / bf16 GEMM choice.
+//
+//  GEMV tiles (quantized, small n; F32/F16/BF16 below kGemmMinTokens):
 //   * Q4_0/Q5_0/Q8_0: activations -> signed Q8 (per 32-block max-abs),
 //     weights as unsigned bytes, int8 dot with vpdpbusd; the weight offset
 //     is removed by starting each block's accumulator at -off * sum(q_x).
@@ -12,7 +24,7 @@
 //   * F32/F16/BF16: weights widened to f32, f32 FMA (exact products).
 //   * Q4_K/Q5_K/Q6_K: integer dots against per-256 Q8 activations, see
 //     matmul_kquant_avx512.cc.
-//  prefill (n_tokens >= kGemmMinTokens), every type but F32:
+//  bf16 GEMM (F16/BF16 from kGemmMinTokens; quantized types when forced):
 //   * a chunk of weight rows is dequantized once into a bf16 panel, the
 //     activations are rounded to bf16 once per call, and a 4-row x 6-token
 //     register tile runs vdpbf16ps (f32 accumulate). Error: bf16 rounding of
@@ -32,6 +44,21 @@
 namespace pagoda::kernels::internal {
 namespace {
 
+// Quantized weights (BatchPath::kAuto): the int8 GEMV tiles below
+// PanelMinTokens(type), the int8 panel from there on. Crossovers measured as
+// thread CPU time on one thread (docs/PERFORMANCE.md, "Batched decode
+// kernel"): the panel's per-call repack costs about 1-2 GEMV passes over the
+// weights and its per-token cost is ~2-3x lower. The bf16 GEMM is 1.4-2.1x
+// slower than the panel at 16..256 tokens, so kAuto no longer uses it for
+// quantized weights (BatchPath::kGemm still forces it).
+int64_t PanelMinTokens(DType type) {
+  switch (type) {
+    case DType::kQ4_0: return 12;  // panel/GEMV 0.89x at 8, 1.3-1.6x at 12
+    case DType::kQ8_0: return 24;  // 0.86-1.04x at 16, 1.13-1.38x at 24
+    default: return 16;            // Q6_K 0.96-1.02x at 12, 1.06-1.19x at 16
+  }
+}
+// F32/F16/BF16: the wide f32 plans below this many tokens, GEMM from it.
 constexpr int64_t kGemmMinTokens = 8;
 
 inline int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
@@ -461,14 +488,32 @@ const Plan kVnniQ8_0 = {Q8Bytes, ConvertQ8<128>, nullptr, nullptr, ComputeVnni<D
 const Plan kVnniQ4_1 = {Q8Bytes, ConvertQ8<-1>, nullptr, nullptr, ComputeVnni<DType::kQ4_1, -1>, kDecodeChunk};
 const Plan kGemmBf16 = {Bf16Bytes, ConvertBf16, Bf16Bytes, PackBf16, ComputeBf16, kPanelChunk};
 
+enum class QuantKernel { kGemv, kPanel, kGemm };
+
+QuantKernel ChooseQuant(DType type, int64_t n_tokens, BatchPath path) {
+  switch (path) {
+    case BatchPath::kLegacy: return n_tokens >= kGemmMinTokens ? QuantKernel::kGemm : QuantKernel::kGemv;
+    case BatchPath::kGemv: return QuantKernel::kGemv;
+    case BatchPath::kPanel: return QuantKernel::kPanel;
+    case BatchPath::kGemm: return QuantKernel::kGemm;
+    case BatchPath::kAuto: break;
+  }
+  return n_tokens < PanelMinTokens(type) ? QuantKernel::kGemv : QuantKernel::kPanel;
+}
+
 }  // namespace
 
-const Plan* Avx512Plan(DType type, int64_t n_tokens) {
-  const bool gemm = n_tokens >= kGemmMinTokens;
+const Plan* Avx512Plan(DType type, int64_t n_tokens, BatchPath path) {
+  const bool wide_gemm = n_tokens >= kGemmMinTokens;
+  const QuantKernel qk = ChooseQuant(type, n_tokens, path);
+  if (qk == QuantKernel::kPanel) {
+    if (const Plan* p = Avx512Int8PanelPlan(type)) return p;
+  }
+  const bool gemm = qk == QuantKernel::kGemm;
   switch (type) {
     case DType::kF32: return &kWideF32;
-    case DType::kF16: return gemm ? &kGemmBf16 : &kWideF16;
-    case DType::kBF16: return gemm ? &kGemmBf16 : &kWideBF16;
+    case DType::kF16: return wide_gemm ? &kGemmBf16 : &kWideF16;
+    case DType::kBF16: return wide_gemm ? &kGemmBf16 : &kWideBF16;
     case DType::kQ4_0: return gemm ? &kGemmBf16 : &kVnniQ4_0;
     case DType::kQ5_0: return gemm ? &kGemmBf16 : &kVnniQ5_0;
     case DType::kQ8_0: return gemm ? &kGemmBf16 : &kVnniQ8_0;

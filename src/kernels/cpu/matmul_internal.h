@@ -33,12 +33,16 @@ struct Plan {
 };
 
 // Each returns null when the ISA has no plan for (type, n_tokens).
+// `path` picks among the quantized-weight kernels (see BatchPath in matmul.h).
 const Plan* ScalarPlan(DType type, int64_t n_tokens);
-const Plan* Avx2Plan(DType type, int64_t n_tokens);
-const Plan* Avx512Plan(DType type, int64_t n_tokens);
+const Plan* Avx2Plan(DType type, int64_t n_tokens, BatchPath path);
+const Plan* Avx512Plan(DType type, int64_t n_tokens, BatchPath path);
 // Decode plans for Q4_K/Q5_K/Q6_K (matmul_kquant_avx512.cc); null for other types.
 const Plan* Avx512KQuantDecodePlan(DType type);
 // The same for AVX2 (matmul_kquant_avx2.cc).
 const Plan* Avx2KQuantDecodePlan(DType type);
+// Batched int8 panel plans ("small GEMM", matmul_int8_avx512.cc) for
+// Q4_0/Q4_1/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K; null for other types.
+const Plan* Avx512Int8PanelPlan(DType type);
 
 }  // namespace pagoda::kernels::internal

@@ -8,6 +8,7 @@
 // thread only.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -56,26 +57,60 @@ void SiluMulReference(const float* gate, const float* up, int64_t n, float* out)
 // ---- Attention ---------------------------------------------------------------
 // Element type of the K/V a cache stores. A property of the cache and its
 // views, never of the model: the model hands float rows to the cache, which
-// converts them (StoreKvRow), and the attention kernel reads what the view
-// says. Room for bf16 / fp8_e4m3 / int8 with per-block scales later (they
-// would add scale pointers to KvView).
+// converts them (StoreKvRow / StoreKvRowQuantized), and the attention kernel
+// reads what the view says, dequantizing on the fly. See docs/KV_CACHE.md.
 enum class KvType : uint8_t {
   kF32,
-  kF16,  // IEEE binary16, round to nearest even; llama.cpp's default cache type
+  kF16,      // IEEE binary16, round to nearest even; llama.cpp's default cache type
+  kBf16,     // bfloat16 (top half of an f32), round to nearest even
+  kFp8E4M3,  // OCP FP8 E4M3 ("e4m3fn": no inf, max 448) times a per-(block, head) scale
+  kInt8,     // signed int8 in [-127, 127] times a per-(block, head) scale
 };
-inline constexpr int64_t KvTypeSize(KvType t) { return t == KvType::kF16 ? 2 : 4; }
-const char* KvTypeName(KvType t);                  // "f32", "f16"
-std::optional<KvType> ParseKvType(std::string_view name);  // "f16", "F16", "f32" ...
+inline constexpr int64_t KvTypeSize(KvType t) {
+  return t == KvType::kF32 ? 4 : (t == KvType::kF16 || t == KvType::kBf16) ? 2 : 1;
+}
+// Types stored as code * scale with one f32 scale per (block, kv head).
+inline constexpr bool KvTypeHasScales(KvType t) { return t == KvType::kFp8E4M3 || t == KvType::kInt8; }
+// Types less precise than f16: a step attends over its own positions' f32
+// K/V (KvView fresh rows) rather than over their stored, rounded form.
+inline constexpr bool KvTypeUsesFreshRows(KvType t) {
+  return t == KvType::kBf16 || t == KvType::kFp8E4M3 || t == KvType::kInt8;
+}
+const char* KvTypeName(KvType t);                  // "f32", "f16", "bf16", "fp8_e4m3", "int8"
+std::optional<KvType> ParseKvType(std::string_view name);  // case-insensitive; also "fp8"
+// "f16|bf16|fp8_e4m3|int8|f32": for flag help and error messages.
+const char* KvTypeChoices();
 
-// Converts n floats to `type` into dst (f16: round to nearest even, as
-// vcvtps2ph; overflow gives inf).
+// Converts n floats to `type` into dst, for the unscaled types (f32, f16,
+// bf16; f16: round to nearest even, as vcvtps2ph; overflow gives inf).
 void StoreKvRow(const float* src, int64_t n, KvType type, void* dst);
+
+// Stores one position's row of n_heads heads (head_dim floats each,
+// contiguous) in a scaled type (fp8_e4m3, int8) into slot `slot` of a scale
+// group: the group's rows are at codes + s * pos_stride (bytes = elements),
+// s in [0, group_size), head h at h * head_dim within a row; scales[h] is the
+// group's scale of head h (0: nothing stored yet). A scale is a power of two
+// that only grows: when this row needs a larger one, the head's rows in the
+// group are re-encoded with it first (exact for fp8 except values that fall
+// into the subnormal range; one more rounding for int8). See docs/KV_CACHE.md.
+void StoreKvRowQuantized(const float* src, int n_heads, int head_dim, KvType type, uint8_t* codes,
+                         int64_t pos_stride, int32_t group_size, int32_t slot, float* scales);
+
+// Converts n elements of `type` at src back to floats (scaled types: times
+// `scale`); what the attention kernel reads, on the active ISA.
+void LoadKvRow(const void* src, int64_t n, KvType type, float scale, float* dst);
 
 // The K/V of one sequence in one layer, as a list of blocks of block_size
 // positions. Position p lives in block p / block_size at slot s = p % block_size;
 // head h of it starts at element s * pos_stride + h * head_stride of blocks[b],
 // whose elements are of `type` (strides count elements, not bytes).
-// A contiguous cache is one block; a paged cache passes its block table.
+// A contiguous cache is one block (scaled types: blocks of kKvScaleGroup);
+// a paged cache passes its block table.
+// Scaled types: element = code * k_scales[b][h] (v_scales for V).
+// Fresh rows: positions >= fresh_start are read as f32 from fresh_k/fresh_v
+// (row of position p at (p - fresh_start) * fresh_*_stride, head h at
+// h * head_dim within it) instead of the blocks: a step passes the K/V it
+// just computed so that its own positions are not read back rounded.
 struct KvView {
   KvType type = KvType::kF32;
   const void* const* k_blocks = nullptr;
@@ -85,7 +120,18 @@ struct KvView {
   int64_t k_head_stride = 0;
   int64_t v_pos_stride = 0;
   int64_t v_head_stride = 0;
+  const float* const* k_scales = nullptr;  // [n_blocks][n_head_kv], scaled types only
+  const float* const* v_scales = nullptr;
+  int32_t fresh_start = INT32_MAX;  // INT32_MAX: no fresh rows
+  const float* fresh_k = nullptr;
+  const float* fresh_v = nullptr;
+  int64_t fresh_k_stride = 0;
+  int64_t fresh_v_stride = 0;
 };
+
+// Positions per scale group of a contiguous cache in a scaled type (a paged
+// cache uses its block size).
+inline constexpr int32_t kKvScaleGroup = 16;
 
 struct AttentionShape {
   int n_head = 0;
@@ -104,7 +150,8 @@ struct AttentionSeq {
 
 // Causal attention: the query in batch row r (position positions[r]) attends to
 // cache positions [0, positions[r]] of its sequence, which must all be written.
-// All sequences' views must have the same type. With an f16 cache the query is
+// All sequences' views must have the same type. bf16 / fp8 / int8 caches are
+// dequantized in the kernel (f32 query, online softmax in f32). With an f16 cache the query is
 // rounded to f16 before Q*K and the normalised softmax weights P are rounded
 // to f16 before P*V, with f32 accumulation: that is what ggml's CPU non-flash
 // attention does over an f16 cache (its mul_mat converts the f32 operand to

@@ -11,9 +11,11 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/ops_attention_tile.h"
+#include "tensor/fp16.h"
 
 #define PAGODA_ATTENTION_TILE_FN AttentionTileBaseline
 #define PAGODA_STORE_F16_FN StoreF16Baseline
+#define PAGODA_LOAD_KV_ROW_FN LoadKvRowBaseline
 #include "kernels/cpu/ops_attention_tile_impl.inc"
 
 namespace pagoda::kernels {
@@ -39,15 +41,22 @@ const char* KvTypeName(KvType t) {
   switch (t) {
     case KvType::kF32: return "f32";
     case KvType::kF16: return "f16";
+    case KvType::kBf16: return "bf16";
+    case KvType::kFp8E4M3: return "fp8_e4m3";
+    case KvType::kInt8: return "int8";
   }
   return "?";
 }
 
+const char* KvTypeChoices() { return "f16|bf16|fp8_e4m3|int8|f32"; }
+
 std::optional<KvType> ParseKvType(std::string_view name) {
   std::string lower(name);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (lower == "f32") return KvType::kF32;
-  if (lower == "f16") return KvType::kF16;
+  for (KvType t : {KvType::kF32, KvType::kF16, KvType::kBf16, KvType::kFp8E4M3, KvType::kInt8}) {
+    if (lower == KvTypeName(t)) return t;
+  }
+  if (lower == "fp8" || lower == "fp8_e4m3fn") return KvType::kFp8E4M3;
   return std::nullopt;
 }
 
@@ -65,6 +74,22 @@ void StoreKvRow(const float* src, int64_t n, KvType type, void* dst) {
       }
       return;
     }
+    case KvType::kBf16: {
+      auto* h = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) h[i] = F32ToBF16(src[i]);
+      return;
+    }
+    case KvType::kFp8E4M3:
+    case KvType::kInt8:
+      PAGODA_CHECK(false) << "StoreKvRow of scaled type " << KvTypeName(type) << ": use StoreKvRowQuantized";
+  }
+}
+
+void LoadKvRow(const void* src, int64_t n, KvType type, float scale, float* dst) {
+  switch (ActiveIsa()) {
+    case Isa::kAvx512: return internal::LoadKvRowAvx512(src, n, type, scale, dst);
+    case Isa::kAvx2: return internal::LoadKvRowAvx2(src, n, type, scale, dst);
+    case Isa::kScalar: return internal::LoadKvRowBaseline(src, n, type, scale, dst);
   }
 }
 

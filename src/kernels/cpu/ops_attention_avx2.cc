@@ -2,4 +2,5 @@
 // chosen at run time by ops_attention.cc when ActiveIsa() is kAvx2.
 #define PAGODA_ATTENTION_TILE_FN AttentionTileAvx2
 #define PAGODA_STORE_F16_FN StoreF16Avx2
+#define PAGODA_LOAD_KV_ROW_FN LoadKvRowAvx2
 #include "kernels/cpu/ops_attention_tile_impl.inc"

@@ -8,9 +8,12 @@
 //
 // A tile is a run of query rows of one sequence and one KV head g; the `ratio`
 // query heads of that group are processed together so each K block is
-// transposed (and converted from f16) once.
-// f32 cache: keys are streamed in blocks of kKeyBlock with an online (running
-// max / running sum) softmax, so scratch does not grow with context.
+// transposed (and converted from f16 / dequantized) once. Positions at or
+// past the view's fresh_start are read from the step's f32 rows instead.
+// f32, bf16, fp8 and int8 caches: keys are streamed in blocks of kKeyBlock
+// with an online (running max / running sum) softmax, so scratch does not
+// grow with context; bf16 / fp8 / int8 rows are dequantized (times their
+// block's scale) into f32 as each key block is loaded.
 // f16 cache: the scores of the tile are kept ([queries, keys]) so that the
 // softmax is normalised before its weights are rounded to f16, as ggml does;
 // Attention() bounds that scratch by shrinking the tile for long contexts.
@@ -43,8 +46,9 @@ inline int64_t AttentionTileScratchFloats(const AttentionShape& sh, KvType type,
                                           int32_t n_keys) {
   const int64_t m = static_cast<int64_t>(n_rows) * (sh.n_head / sh.n_head_kv);
   const int64_t dk = sh.head_dim_k, dv = sh.head_dim_v;
-  if (type == KvType::kF32) {
-    return m * dk + dk * kKeyBlock + kKeyBlock + m * dv + 2 * m;
+  if (type != KvType::kF16) {
+    // Online softmax; dequantized V rows of a key block and one K row.
+    return m * dk + dk * kKeyBlock + kKeyBlock + m * dv + 2 * m + kKeyBlock * dv + dk;
   }
   const int64_t n_pad = (static_cast<int64_t>(n_keys) + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
   return m * dk + dk * kKeyBlock + kKeyBlock * (dk > dv ? dk : dv) + m * dv + m * n_pad;
@@ -58,5 +62,10 @@ void AttentionTileAvx512(const AttentionTileArgs& a);
 void StoreF16Baseline(const float* src, int64_t n, uint16_t* dst);
 void StoreF16Avx2(const float* src, int64_t n, uint16_t* dst);
 void StoreF16Avx512(const float* src, int64_t n, uint16_t* dst);
+
+// LoadKvRow (ops.h) per ISA: the tile's own dequantizers.
+void LoadKvRowBaseline(const void* src, int64_t n, KvType type, float scale, float* dst);
+void LoadKvRowAvx2(const void* src, int64_t n, KvType type, float scale, float* dst);
+void LoadKvRowAvx512(const void* src, int64_t n, KvType type, float scale, float* dst);
 
 }  // namespace pagoda::kernels::internal

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "kernels/cpu/kv_quant.h"
 #include "kernels/cpu/ops.h"
 #include "tensor/fp16.h"
 
@@ -61,14 +62,33 @@ void SiluMulReference(const float* gate, const float* up, int64_t n, float* out)
 
 namespace {
 
-// Element d of the head at (pos, head) as a double; f16 through tensor/fp16.h,
-// independent of the kernels' conversions.
-double KvAt(KvType type, const void* const* blocks, int32_t block_size, int64_t pos_stride,
-            int64_t head_stride, int32_t pos, int head, int d) {
-  const int64_t i = (pos % block_size) * pos_stride + head * head_stride + d;
-  const void* b = blocks[pos / block_size];
-  if (type == KvType::kF16) return F16ToF32(static_cast<const uint16_t*>(b)[i]);
-  return static_cast<const float*>(b)[i];
+// Element d of K (is_k) or V of the head at (pos, head) as a double: a fresh
+// f32 row, or the cached element decoded through tensor/fp16.h and
+// kv_quant.h's scalar codecs, independent of the kernels' conversions.
+double KvAt(const KvView& kv, bool is_k, int32_t pos, int head, int head_dim, int d) {
+  if (pos >= kv.fresh_start) {
+    const float* fresh = is_k ? kv.fresh_k : kv.fresh_v;
+    const int64_t stride = is_k ? kv.fresh_k_stride : kv.fresh_v_stride;
+    return fresh[(pos - kv.fresh_start) * stride + static_cast<int64_t>(head) * head_dim + d];
+  }
+  const int64_t pos_stride = is_k ? kv.k_pos_stride : kv.v_pos_stride;
+  const int64_t head_stride = is_k ? kv.k_head_stride : kv.v_head_stride;
+  const int64_t i = (pos % kv.block_size) * pos_stride + head * head_stride + d;
+  const int32_t b = pos / kv.block_size;
+  const void* block = (is_k ? kv.k_blocks : kv.v_blocks)[b];
+  switch (kv.type) {
+    case KvType::kF32: return static_cast<const float*>(block)[i];
+    case KvType::kF16: return F16ToF32(static_cast<const uint16_t*>(block)[i]);
+    case KvType::kBf16: return BF16ToF32(static_cast<const uint16_t*>(block)[i]);
+    case KvType::kFp8E4M3:
+    case KvType::kInt8: {
+      const double scale = (is_k ? kv.k_scales : kv.v_scales)[b][head];
+      const uint8_t c = static_cast<const uint8_t*>(block)[i];
+      const double x = kv.type == KvType::kFp8E4M3 ? Fp8E4M3ToFloat(c) : static_cast<int8_t>(c);
+      return x * scale;
+    }
+  }
+  return 0.0;
 }
 
 double RoundToF16(double x) { return F16ToF32(F32ToF16(static_cast<float>(x))); }
@@ -76,7 +96,8 @@ double RoundToF16(double x) { return F16ToF32(F32ToF16(static_cast<float>(x))); 
 }  // namespace
 
 // With an f16 cache, q and the normalised weights are rounded to f16 as the
-// fast path does (see ops.h); everything else in double.
+// fast path does (see ops.h); everything else in double. Fresh rows (and the
+// f32 rows of an f16 view's fresh positions) are read unrounded.
 void AttentionReference(const AttentionShape& sh, const float* q, int64_t q_stride,
                         const int32_t* positions, const AttentionSeq* seqs, int n_seqs,
                         float* out, int64_t out_stride) {
@@ -100,8 +121,7 @@ void AttentionReference(const AttentionShape& sh, const float* q, int64_t q_stri
         for (int32_t j = 0; j <= p; ++j) {
           double s = 0.0;
           for (int d = 0; d < sh.head_dim_k; ++d) {
-            s += qd[d] * KvAt(kv.type, kv.k_blocks, kv.block_size, kv.k_pos_stride,
-                              kv.k_head_stride, j, g, d);
+            s += qd[d] * KvAt(kv, true, j, g, sh.head_dim_k, d);
           }
           scores[j] = s * sh.scale;
           mx = std::max(mx, scores[j]);
@@ -112,8 +132,7 @@ void AttentionReference(const AttentionShape& sh, const float* q, int64_t q_stri
         for (int32_t j = 0; j <= p; ++j) {
           const double w = f16 ? RoundToF16(scores[j] / sum) : scores[j] / sum;
           for (int d = 0; d < sh.head_dim_v; ++d) {
-            acc[d] += w * KvAt(kv.type, kv.v_blocks, kv.block_size, kv.v_pos_stride,
-                               kv.v_head_stride, j, g, d);
+            acc[d] += w * KvAt(kv, false, j, g, sh.head_dim_v, d);
           }
         }
         float* o = out + row * out_stride + static_cast<int64_t>(h) * sh.head_dim_v;

@@ -9,9 +9,9 @@ Result<std::unique_ptr<DenseFfn>> DenseFfn::Load(const WeightLoader& w, int laye
   auto f = std::unique_ptr<DenseFfn>(new DenseFfn());
   f->n_ff_ = c.n_ff;
   auto name = [layer](const char* s) { return WeightLoader::LayerName(layer, s); };
-  PAGODA_ASSIGN_OR_RETURN(f->gate_, w.Matrix(name("ffn_gate.weight"), c.n_embd, c.n_ff));
-  PAGODA_ASSIGN_OR_RETURN(f->up_, w.Matrix(name("ffn_up.weight"), c.n_embd, c.n_ff));
-  PAGODA_ASSIGN_OR_RETURN(f->down_, w.Matrix(name("ffn_down.weight"), c.n_ff, c.n_embd));
+  PAGODA_ASSIGN_OR_RETURN(f->gate_, w.Linear(name("ffn_gate.weight"), c.n_embd, c.n_ff));
+  PAGODA_ASSIGN_OR_RETURN(f->up_, w.Linear(name("ffn_up.weight"), c.n_embd, c.n_ff));
+  PAGODA_ASSIGN_OR_RETURN(f->down_, w.Linear(name("ffn_down.weight"), c.n_ff, c.n_embd));
   return f;
 }
 
@@ -23,10 +23,10 @@ void DenseFfn::Forward(const ForwardContext& ctx, const float* x, float* out) co
   const int64_t n = ctx.n_tokens;
   float* gate = ctx.scratch;                            // [n, n_ff]
   float* up = gate + (n * n_ff_ + 15) / 16 * 16;        // [n, n_ff]
-  const kernels::MatMulTarget gate_up[] = {{&gate_, gate}, {&up_, up}};
-  kernels::MatMulShared(gate_up, x, n, *ctx.pool);
+  const PhasedTarget gate_up[] = {{&gate_, gate}, {&up_, up}};
+  PhasedMatMulShared(gate_up, x, ctx.runs, *ctx.pool);
   kernels::SiluMul(gate, up, n * n_ff_, gate);
-  kernels::MatMul(down_, gate, n, out, *ctx.pool);
+  PhasedMatMul(down_, gate, ctx.runs, out, *ctx.pool);
 }
 
 }  // namespace pagoda

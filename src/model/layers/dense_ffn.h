@@ -22,7 +22,7 @@ class DenseFfn final : public FfnLayer {
  private:
   DenseFfn() = default;
   int64_t n_ff_ = 0;
-  TensorView gate_, up_, down_;  // [n_embd -> n_ff] x2, [n_ff -> n_embd]
+  PhasedWeight gate_, up_, down_;  // [n_embd -> n_ff] x2, [n_ff -> n_embd]
 };
 
 }  // namespace pagoda

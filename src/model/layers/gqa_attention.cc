@@ -25,6 +25,27 @@ void AddBias(float* x, const float* b, int64_t n_rows, int64_t n) {
   }
 }
 
+// Per-phase precision with a cache type below f16 (bf16, fp8, int8): the
+// step's own positions are attended over as the f32 K/V just computed (the
+// prefill's full precision), earlier positions as stored. Needs the
+// sequence's rows to be consecutive batch rows at consecutive positions (how
+// the engine and Generator build batches); otherwise the view reads
+// everything from the cache, which is as correct, only rounded.
+void SetFreshRows(const SeqRows& seq, const int32_t* positions, const float* k, int64_t k_width,
+                  const float* v, int64_t v_width, kernels::KvView* view) {
+  if (seq.n_rows == 0) return;
+  const int32_t r0 = seq.rows[0];
+  const int32_t p0 = positions[r0];
+  for (int32_t i = 1; i < seq.n_rows; ++i) {
+    if (seq.rows[i] != r0 + i || positions[seq.rows[i]] != p0 + i) return;
+  }
+  view->fresh_start = p0;
+  view->fresh_k = k + r0 * k_width;
+  view->fresh_k_stride = k_width;
+  view->fresh_v = v + r0 * v_width;
+  view->fresh_v_stride = v_width;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<GqaAttention>> GqaAttention::Load(const WeightLoader& w, int layer,
@@ -39,10 +60,10 @@ Result<std::unique_ptr<GqaAttention>> GqaAttention::Load(const WeightLoader& w, 
   a->rope_neox_ = c.rope_neox;
   a->rms_eps_ = c.rms_eps;
   auto name = [layer](const char* s) { return WeightLoader::LayerName(layer, s); };
-  PAGODA_ASSIGN_OR_RETURN(a->wq_, w.Matrix(name("attn_q.weight"), c.n_embd, a->q_width()));
-  PAGODA_ASSIGN_OR_RETURN(a->wk_, w.Matrix(name("attn_k.weight"), c.n_embd, a->k_width()));
-  PAGODA_ASSIGN_OR_RETURN(a->wv_, w.Matrix(name("attn_v.weight"), c.n_embd, a->v_width()));
-  PAGODA_ASSIGN_OR_RETURN(a->wo_, w.Matrix(name("attn_output.weight"), a->o_width(), c.n_embd));
+  PAGODA_ASSIGN_OR_RETURN(a->wq_, w.Linear(name("attn_q.weight"), c.n_embd, a->q_width()));
+  PAGODA_ASSIGN_OR_RETURN(a->wk_, w.Linear(name("attn_k.weight"), c.n_embd, a->k_width()));
+  PAGODA_ASSIGN_OR_RETURN(a->wv_, w.Linear(name("attn_v.weight"), c.n_embd, a->v_width()));
+  PAGODA_ASSIGN_OR_RETURN(a->wo_, w.Linear(name("attn_output.weight"), a->o_width(), c.n_embd));
   PAGODA_ASSIGN_OR_RETURN(a->bq_, LoadVector(w, name("attn_q.bias"), a->q_width(), opt.qkv_bias));
   PAGODA_ASSIGN_OR_RETURN(a->bk_, LoadVector(w, name("attn_k.bias"), a->k_width(), opt.qkv_bias));
   PAGODA_ASSIGN_OR_RETURN(a->bv_, LoadVector(w, name("attn_v.bias"), a->v_width(), opt.qkv_bias));
@@ -73,8 +94,8 @@ void GqaAttention::Forward(const ForwardContext& ctx, int layer, const float* x,
   float* attn = v + round16(n * v_width());     // [n, n_head * head_dim_v]
 
   // Q, K and V share the input: one activation conversion, one pool run.
-  const kernels::MatMulTarget qkv[] = {{&wq_, q}, {&wk_, k}, {&wv_, v}};
-  kernels::MatMulShared(qkv, x, n, *ctx.pool);
+  const PhasedTarget qkv[] = {{&wq_, q}, {&wk_, k}, {&wv_, v}};
+  PhasedMatMulShared(qkv, x, ctx.runs, *ctx.pool);
   AddBias(q, bq_, n, q_width());
   AddBias(k, bk_, n, k_width());
   AddBias(v, bv_, n, v_width());
@@ -89,10 +110,12 @@ void GqaAttention::Forward(const ForwardContext& ctx, int layer, const float* x,
     ctx.kv->WriteK(layer, ctx.seq_ids[t], ctx.positions[t], k + t * k_width());
     ctx.kv->WriteV(layer, ctx.seq_ids[t], ctx.positions[t], v + t * v_width());
   }
+  const bool fresh = kernels::KvTypeUsesFreshRows(ctx.kv->type());
   for (int s = 0; s < ctx.n_seqs; ++s) {
     ctx.attn_seqs[s].kv = ctx.kv->View(layer, ctx.seqs[s].seq_id);
     ctx.attn_seqs[s].rows = ctx.seqs[s].rows;
     ctx.attn_seqs[s].n_rows = ctx.seqs[s].n_rows;
+    if (fresh) SetFreshRows(ctx.seqs[s], ctx.positions, k, k_width(), v, v_width(), &ctx.attn_seqs[s].kv);
   }
   kernels::AttentionShape shape;
   shape.n_head = n_head_;
@@ -103,8 +126,8 @@ void GqaAttention::Forward(const ForwardContext& ctx, int layer, const float* x,
   kernels::Attention(shape, q, q_width(), ctx.positions, ctx.attn_seqs, ctx.n_seqs, attn, o_width(),
                      *ctx.pool);
 
-  kernels::MatMul(wo_, attn, n, out, *ctx.pool);
-  AddBias(out, bo_, n, wo_.ne[1]);
+  PhasedMatMul(wo_, attn, ctx.runs, out, *ctx.pool);
+  AddBias(out, bo_, n, wo_.n_out());
 }
 
 }  // namespace pagoda

@@ -45,7 +45,7 @@ class GqaAttention final : public AttentionLayer {
   int n_rot_ = 0;
   bool rope_neox_ = false;
   float rms_eps_ = 0.0f;
-  TensorView wq_, wk_, wv_, wo_;  // [n_embd -> q/k/v width], [o width -> n_embd]
+  PhasedWeight wq_, wk_, wv_, wo_;  // [n_embd -> q/k/v width], [o width -> n_embd]
   const float* bq_ = nullptr;
   const float* bk_ = nullptr;
   const float* bv_ = nullptr;

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "base/thread_pool.h"
 #include "kernels/cpu/ops.h"
 #include "model/kv_cache.h"
+#include "model/layers/phased_weight.h"
 
 namespace pagoda {
 
@@ -33,6 +35,9 @@ struct ForwardContext {
   const float* rope_sin = nullptr;
   kernels::AttentionSeq* attn_seqs = nullptr;  // [n_seqs] scratch for attention layers
   float* scratch = nullptr;  // at least the layer's ScratchFloats(n_tokens) floats, 64-byte aligned
+  // The rows [0, n_tokens) as runs of one phase each: linear layers multiply
+  // each run with that phase's weights (PhasedMatMul).
+  std::span<const PhaseRun> runs;
 };
 
 class AttentionLayer {

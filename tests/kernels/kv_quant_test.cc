@@ -1,0 +1,232 @@
+// The scaled KV codecs of kernels/cpu/kv_quant.h: FP8 E4M3 against a value
+// table built from the format's definition (all 256 codes, round to nearest
+// even by brute-force search), int8 rounding, power-of-two scales, the
+// rescaling row store, and every ISA's dequantizer (LoadKvRow) over all codes.
+#include "kernels/cpu/kv_quant.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/matmul.h"
+#include "tensor/fp16.h"
+
+namespace pagoda::kernels {
+namespace {
+
+// Value of a code from the definition: (-1)^s * 2^(e-7) * (1 + m/8), or
+// (-1)^s * 2^-6 * (m/8) for e == 0; e == 15, m == 7 is NaN.
+double DefinedValue(int code) {
+  const int s = code >> 7, e = (code >> 3) & 15, m = code & 7;
+  if (e == 15 && m == 7) return std::numeric_limits<double>::quiet_NaN();
+  const double mag = e == 0 ? std::pow(2.0, -6) * (m / 8.0) : std::pow(2.0, e - 7) * (1.0 + m / 8.0);
+  return s ? -mag : mag;
+}
+
+// Nearest finite code by search over the positive codes, ties to the even
+// mantissa (even code); beyond 448 saturates.
+uint8_t NearestCode(float x) {
+  if (std::isnan(x)) return std::signbit(x) ? 0xff : 0x7f;
+  const double a = std::fabs(static_cast<double>(x));
+  int best = 0;
+  double best_err = std::numeric_limits<double>::infinity();
+  for (int c = 0; c <= 0x7e; ++c) {
+    const double err = std::fabs(DefinedValue(c) - a);
+    if (err < best_err || (err == best_err && (c & 1) == 0)) {
+      best = c;
+      best_err = err;
+    }
+  }
+  return static_cast<uint8_t>((std::signbit(x) ? 0x80 : 0) | best);
+}
+
+TEST(Fp8E4M3Test, DecodesAllCodesAsDefined) {
+  for (int c = 0; c < 256; ++c) {
+    const double want = DefinedValue(c);
+    const float got = Fp8E4M3ToFloat(static_cast<uint8_t>(c));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << c;
+    } else {
+      EXPECT_EQ(static_cast<double>(got), want) << "code " << c;
+    }
+  }
+  EXPECT_EQ(Fp8E4M3ToFloat(0x7e), 448.0f);
+  EXPECT_EQ(Fp8E4M3ToFloat(0x01), std::ldexp(1.0f, -9));
+  EXPECT_EQ(Fp8E4M3ToFloat(0x08), std::ldexp(1.0f, -6));
+}
+
+TEST(Fp8E4M3Test, EncodeRoundTripsEveryCode) {
+  for (int c = 0; c < 256; ++c) {
+    if ((c & 0x7f) == 0x7f) continue;  // NaN
+    EXPECT_EQ(FloatToFp8E4M3(Fp8E4M3ToFloat(static_cast<uint8_t>(c))), c) << c;
+  }
+  EXPECT_EQ(FloatToFp8E4M3(NAN) & 0x7f, 0x7f);
+  EXPECT_EQ(FloatToFp8E4M3(-0.0f), 0x80);
+}
+
+TEST(Fp8E4M3Test, EncodeRoundsToNearestEvenAndSaturates) {
+  std::vector<float> xs;
+  // Every midpoint between neighbouring codes, and one f32 step either side.
+  for (int c = 0; c < 0x7e; ++c) {
+    const float mid = static_cast<float>((DefinedValue(c) + DefinedValue(c + 1)) / 2);
+    for (float x : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f)}) {
+      xs.push_back(x);
+      xs.push_back(-x);
+    }
+  }
+  const float edge[] = {448.0f, 449.0f, 463.99f, 464.0f, 480.0f, 1e6f, INFINITY, -INFINITY, 1e-30f, 9.7e-4f,
+                        9.8e-4f, 1.0e-3f, 0.0f, std::numeric_limits<float>::denorm_min()};
+  xs.insert(xs.end(), std::begin(edge), std::end(edge));
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> exp_dist(-14.0f, 10.0f);
+  for (int i = 0; i < 200000; ++i) {
+    const float x = std::exp2(exp_dist(rng)) * (i % 2 ? -1.0f : 1.0f);
+    xs.push_back(x);
+  }
+  for (float x : xs) ASSERT_EQ(FloatToFp8E4M3(x), NearestCode(x)) << "x " << x;
+}
+
+TEST(Int8CodecTest, RoundsToNearestEvenAndClamps) {
+  EXPECT_EQ(FloatToInt8(0.5f), 0);
+  EXPECT_EQ(FloatToInt8(1.5f), 2);
+  EXPECT_EQ(FloatToInt8(-2.5f), -2);
+  EXPECT_EQ(FloatToInt8(126.6f), 127);
+  EXPECT_EQ(FloatToInt8(300.0f), 127);
+  EXPECT_EQ(FloatToInt8(-INFINITY), -127);
+  EXPECT_EQ(FloatToInt8(NAN), 0);
+}
+
+TEST(KvScaleTest, SmallestPowerOfTwoThatFits) {
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> exp_dist(-30.0f, 30.0f);
+  for (KvType t : {KvType::kFp8E4M3, KvType::kInt8}) {
+    const float max = KvCodeMax(t);
+    EXPECT_EQ(KvScaleFor(t, 0.0f), 0.0f);
+    EXPECT_EQ(KvScaleFor(t, max), 1.0f);
+    EXPECT_EQ(KvScaleFor(t, std::nextafter(max, 1e9f)), 2.0f);
+    for (int i = 0; i < 10000; ++i) {
+      const float amax = std::exp2(exp_dist(rng));
+      const float s = KvScaleFor(t, amax);
+      int e = 0;
+      ASSERT_EQ(std::frexp(s, &e), 0.5f) << "not a power of two: " << s;
+      ASSERT_LE(amax, max * s) << amax;
+      ASSERT_GT(amax, max * s / 2) << amax;
+    }
+  }
+}
+
+// Writes random rows into a group in position order and checks each head's
+// scale and every stored row: fp8 rows stay exactly what the final scale
+// would have encoded (rescaling by powers of two is exact above the
+// subnormal range); int8 rows within one step per rescale.
+TEST(StoreKvRowQuantizedTest, RescalesEarlierRowsWhenTheScaleGrows) {
+  const int n_heads = 3, head_dim = 20, group = 16;
+  const int64_t pos_stride = int64_t{n_heads} * head_dim + 8;  // rows may be wider
+  for (KvType type : {KvType::kFp8E4M3, KvType::kInt8}) {
+    SCOPED_TRACE(KvTypeName(type));
+    std::mt19937 rng(7);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> rows(group * n_heads * head_dim);
+    for (int p = 0; p < group; ++p) {
+      // Magnitudes grow with the position (and per head), so scales grow.
+      for (int i = 0; i < n_heads * head_dim; ++i) {
+        rows[p * n_heads * head_dim + i] = dist(rng) * (1.0f + p) * (1 + i / head_dim);
+      }
+    }
+    std::vector<uint8_t> codes(group * pos_stride, 0xAA);
+    std::vector<float> scales(n_heads, 0.0f);
+    for (int p = 0; p < group; ++p) {
+      StoreKvRowQuantized(rows.data() + p * n_heads * head_dim, n_heads, head_dim, type, codes.data(), pos_stride,
+                          group, p, scales.data());
+    }
+    for (int h = 0; h < n_heads; ++h) {
+      float amax = 0.0f;
+      for (int p = 0; p < group; ++p) {
+        for (int d = 0; d < head_dim; ++d) amax = std::max(amax, std::fabs(rows[(p * n_heads + h) * head_dim + d]));
+      }
+      ASSERT_EQ(scales[h], KvScaleFor(type, amax)) << "head " << h;
+      for (int p = 0; p < group; ++p) {
+        for (int d = 0; d < head_dim; ++d) {
+          const float x = rows[(p * n_heads + h) * head_dim + d];
+          const uint8_t c = codes[p * pos_stride + h * head_dim + d];
+          if (type == KvType::kFp8E4M3) {
+            ASSERT_EQ(c, FloatToFp8E4M3(x / scales[h])) << "pos " << p << " head " << h;
+          } else {
+            // Each rescale halves at least: at most log2(group growth) extra roundings of <= 0.5 step.
+            ASSERT_NEAR(static_cast<int8_t>(c) * scales[h], x, 2.0 * scales[h]) << "pos " << p;
+          }
+        }
+      }
+    }
+    // The padding between rows is untouched.
+    for (int p = 0; p < group; ++p) {
+      for (int64_t i = n_heads * head_dim; i < pos_stride; ++i) ASSERT_EQ(codes[p * pos_stride + i], 0xAA);
+    }
+  }
+}
+
+TEST(StoreKvRowQuantizedTest, ZeroRowsKeepTheScaleUnset) {
+  std::vector<float> zero(8, 0.0f), one(8, 1.0f);
+  std::vector<uint8_t> codes(16 * 8, 0x11);
+  float scale = 0.0f;
+  StoreKvRowQuantized(zero.data(), 1, 8, KvType::kFp8E4M3, codes.data(), 8, 16, 0, &scale);
+  EXPECT_EQ(scale, 0.0f);
+  for (int d = 0; d < 8; ++d) EXPECT_EQ(codes[d], 0);
+  StoreKvRowQuantized(one.data(), 1, 8, KvType::kFp8E4M3, codes.data(), 8, 16, 1, &scale);
+  EXPECT_EQ(scale, KvScaleFor(KvType::kFp8E4M3, 1.0f));
+  for (int d = 0; d < 8; ++d) EXPECT_EQ(Fp8E4M3ToFloat(codes[8 + d]) * scale, 1.0f);
+  for (int d = 0; d < 8; ++d) EXPECT_EQ(Fp8E4M3ToFloat(codes[d]), 0.0f);
+}
+
+class LoadKvRowTest : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(LoadKvRowTest, DequantizesEveryCodeExactly) {
+  const Isa isa = GetParam();
+  if (static_cast<int>(isa) > static_cast<int>(DetectedIsa())) GTEST_SKIP() << "ISA not available";
+  const Isa saved = ActiveIsa();
+  SetIsaForTesting(isa);
+  // All 256 codes, then again shifted by 3 so vector and tail paths see each.
+  std::vector<uint8_t> codes;
+  for (int r = 0; r < 2; ++r) {
+    for (int c = 0; c < 256; ++c) codes.push_back(static_cast<uint8_t>(c));
+  }
+  codes.insert(codes.begin(), {1, 2, 3});
+  const int64_t n = static_cast<int64_t>(codes.size());
+  std::vector<float> got(n);
+  for (float scale : {1.0f, 0.0078125f, 1024.0f}) {
+    LoadKvRow(codes.data(), n, KvType::kFp8E4M3, scale, got.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = Fp8E4M3ToFloat(codes[i]) * scale;
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(got[i])) << "code " << int{codes[i]};
+      } else {
+        ASSERT_EQ(got[i], want) << "code " << int{codes[i]} << " scale " << scale;
+      }
+    }
+    LoadKvRow(codes.data(), n, KvType::kInt8, scale, got.data());
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], static_cast<int8_t>(codes[i]) * scale) << i;
+  }
+  std::vector<uint16_t> bf(1000);
+  std::mt19937 rng(8);
+  for (uint16_t& b : bf) b = static_cast<uint16_t>(rng());
+  std::vector<float> got_bf(bf.size());
+  LoadKvRow(bf.data(), static_cast<int64_t>(bf.size()), KvType::kBf16, 1.0f, got_bf.data());
+  for (size_t i = 0; i < bf.size(); ++i) {
+    const float want = BF16ToF32(bf[i]);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(got_bf[i]));
+    } else {
+      ASSERT_EQ(got_bf[i], want) << i;
+    }
+  }
+  SetIsaForTesting(saved);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, LoadKvRowTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512));
+
+}  // namespace
+}  // namespace pagoda::kernels
