@@ -8,7 +8,8 @@
 # Usage: bench/serve_bench.sh [MODEL] [OUT_DIR]
 # Env: LEVELS (1,4,16,64), REPS (3), PORT (8123), THREADS (2),
 #      MAX_BATCH_TOKENS (512), MAX_RUNNING (64), KV_MEMORY (1GiB = 32768 tokens
-#      >= 64 x 328), PERF (0), PREFIX_TEST (1), EXTRA_FLAGS ("")
+#      >= 64 x 328), PERF (0), PREFIX_TEST (1), EXTRA_FLAGS ("", server flags),
+#      LOAD_FLAGS ("", serve_load.mjs flags, e.g. --json-schema bench/constrained_schema.json)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-/work/models/llama1b-q4_0.gguf}
@@ -52,7 +53,7 @@ if [ "${PERF:-0}" = 1 ]; then
   perf record -g -F 499 -o "$out/perf.data" -p "$server_pid" 2>"$out/perf_record.log" &
   perf_pid=$!
 fi
-node bench/serve_load.mjs --url "$url" --levels "${LEVELS:-1,4,16,64}" --reps "${REPS:-3}" | tee "$out/levels.jsonl"
+node bench/serve_load.mjs --url "$url" --levels "${LEVELS:-1,4,16,64}" --reps "${REPS:-3}" ${LOAD_FLAGS:-} | tee "$out/levels.jsonl"
 if [ -n "$perf_pid" ]; then
   kill -INT "$perf_pid"
   wait "$perf_pid" || true

@@ -13,7 +13,7 @@
 //
 // Usage: node bench/serve_load.mjs --url http://127.0.0.1:8000 [--levels 1,4,16,64]
 //          [--prompt-tokens 200] [--max-tokens 128] [--reps 1] [--seed 1] [--vocab 32000]
-//          [--bos 1] [--warmup 1] [--ignore-eos] [--label NAME]
+//          [--bos 1] [--warmup 1] [--ignore-eos] [--label NAME] [--json-schema FILE]
 //        node bench/serve_load.mjs --url ... --prefix-test [--prefix-tokens 2000] [--suffix-tokens 8]
 //        node bench/serve_load.mjs --table < results.jsonl   (markdown tables, medians over reps)
 
@@ -26,6 +26,12 @@ const reps = Number(args.reps ?? 1);
 const vocab = Number(args.vocab ?? 32000);
 const bos = Number(args.bos ?? 1);
 const warmup = Number(args.warmup ?? 1);
+// --json-schema FILE: every request is constrained by response_format
+// json_schema (grammar masks in the decoder), for constrained-vs-free runs.
+const constraint = args['json-schema']
+  ? { type: 'json_schema',
+      json_schema: { name: 'bench', schema: JSON.parse((await import('node:fs')).readFileSync(args['json-schema'], 'utf8')) } }
+  : null;
 let rngState = BigInt(Number(args.seed ?? 1)) * 0x9e3779b97f4a7c15n + 1n;
 
 function parseArgs(argv) {
@@ -67,6 +73,7 @@ async function streamCompletion(prompt, nGen) {
     stream_options: { include_usage: true },
   };
   if (args['ignore-eos']) body.ignore_eos = true;
+  if (constraint) body.response_format = constraint;
   const t0 = performance.now();
   const res = await fetch(`${url}/v1/completions`, {
     method: 'POST',

@@ -103,7 +103,7 @@ FieldOutcome ReadGenerationField(std::string_view key, const json& v, const Requ
     static constexpr std::string_view kNullable[] = {
         "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
         "frequency_penalty", "repetition_penalty", "n", "stop", "seed", "logit_bias", "stream",
-        "stream_options", "user", "safety_identifier", "response_format", "grammar", "regex"};
+        "stream_options", "user", "safety_identifier", "response_format", "grammar", "regex", "ignore_eos"};
     for (auto k : kNullable) {
       if (k == key) return FieldOutcome::kHandled;
     }
@@ -150,6 +150,7 @@ FieldOutcome ReadGenerationField(std::string_view key, const json& v, const Requ
   if (key == "stop") return done(ReadStop(v, limits, &o->stop));
   if (key == "logit_bias") return done(ReadLogitBias(v, limits, &o->logit_bias));
   if (key == "stream") return done(ReadBool(v, key, &o->stream));
+  if (key == "ignore_eos") return done(ReadBool(v, key, &o->ignore_eos));
   if (key == "stream_options") return done(ReadStreamOptions(v, o));
   if (key == "user" || key == "safety_identifier") return done(ReadString(v, key, &o->user));
   if (key == "response_format") return done(ReadResponseFormat(v, &o->structured.response_format));

@@ -49,6 +49,8 @@ struct GenerationOptions {
   std::optional<int64_t> seed;
   std::map<int32_t, float> logit_bias;  // token id -> bias in [-100, 100]; ids checked against the vocab later
   bool stream = false;
+  // Extension (vLLM, llama.cpp): keep generating past end-of-generation tokens.
+  bool ignore_eos = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string user;            // opaque end-user id (also from safety_identifier)
   StructuredOutput structured;  // response_format / grammar / regex

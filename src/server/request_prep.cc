@@ -83,6 +83,7 @@ EngineRequest MakeEngineRequest(const api::GenerationOptions& o, std::vector<Tok
   r.prompt = std::move(prompt);
   r.max_tokens = static_cast<int32_t>(std::min<int64_t>(max_tokens, INT32_MAX));
   r.n = o.n;
+  r.ignore_eog = o.ignore_eos;
   r.logprobs = logprobs;
   r.top_logprobs = logprobs ? top_logprobs : 0;
   SamplingParams& s = r.sampling;

@@ -62,5 +62,15 @@ TEST(CompletionRequestTest, CompletionOnlyFields) {
   EXPECT_EQ(*ErrorOf(R"({"prompt":"x","max_tokens":0})").param, "max_tokens");
 }
 
+TEST(CompletionRequestTest, IgnoreEosExtension) {
+  auto on = ParseCompletionRequest(R"({"prompt":"x","ignore_eos":true})");
+  ASSERT_TRUE(on.ok());
+  EXPECT_TRUE(on->options.ignore_eos);
+  auto absent = ParseCompletionRequest(R"({"prompt":"x","ignore_eos":null})");
+  ASSERT_TRUE(absent.ok());
+  EXPECT_FALSE(absent->options.ignore_eos);
+  EXPECT_EQ(*ErrorOf(R"({"prompt":"x","ignore_eos":"yes"})").param, "ignore_eos");
+}
+
 }  // namespace
 }  // namespace pagoda::api

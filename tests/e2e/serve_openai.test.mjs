@@ -100,6 +100,17 @@ test('completions non-streamed and streamed', async () => {
   assert.equal(text, full.choices[0].text);
 });
 
+test('ignore_eos (extension) generates past the end-of-text token', async () => {
+  // A +100 bias on stories260K's EOS (id 2) makes it the greedy choice at once.
+  const req = { model, prompt: 'Once upon a time', max_tokens: 20, temperature: 0, logit_bias: { 2: 100 } };
+  const free = await client.completions.create(req);
+  assert.equal(free.choices[0].finish_reason, 'stop');
+  assert.equal(free.usage.completion_tokens, 1);
+  const forced = await client.completions.create({ ...req, ignore_eos: true });
+  assert.equal(forced.choices[0].finish_reason, 'length');
+  assert.equal(forced.usage.completion_tokens, 20);
+});
+
 test('n=2 gives two choices', async () => {
   const r = await client.chat.completions.create({ model, messages: chatMsg('Tom'), max_tokens: 8, n: 2, seed: 5 });
   assert.deepEqual(r.choices.map(c => c.index).sort(), [0, 1]);
