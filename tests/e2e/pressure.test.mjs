@@ -72,7 +72,7 @@ for (const cache of [true, false]) {
 
 test('--max-waiting 1: a burst gets 429 + Retry-After for the overflow, the admitted complete', async () => {
   const server = await Server.start(bin, modelPath, OpenAI,
-                                    ['--ctx-size', String(kCtx), '--max-waiting', '1', '--max-running', '1']);
+                                    ['--ctx-size', '512', '--max-waiting', '1', '--max-running', '1']);
   try {
     const burst = Array.from({ length: 16 }, (_, i) => long[i % long.length]);
     const answers = await Promise.all(burst.map(async (p, i) => {
