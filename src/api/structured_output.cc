@@ -20,10 +20,6 @@ namespace internal {
 
 namespace {
 
-bool IsNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-}
-
 MaybeError ReadJsonSchemaSpec(const json& v, ResponseFormat* out) {
   const std::string param = "response_format.json_schema";
   if (!v.is_object()) return InvalidType(param, "an object");
@@ -33,9 +29,7 @@ MaybeError ReadJsonSchemaSpec(const json& v, ResponseFormat* out) {
     const std::string p = Path(param, key);
     if (key == "name") {
       if (auto e = ReadString(value, p, &out->name)) return e;
-      bool ok = !out->name.empty() && out->name.size() <= 64;
-      for (char c : out->name) ok = ok && IsNameChar(c);
-      if (!ok) {
+      if (!ValidFunctionName(out->name)) {
         return InvalidValue(p, "Invalid '" + p + "': a name of 1 to 64 characters a-z, A-Z, 0-9, '_' or '-'.");
       }
     } else if (key == "description") {

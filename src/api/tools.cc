@@ -29,9 +29,7 @@ json ToolCallDeltaToJson(const ToolCallDelta& d) {
 
 namespace internal {
 
-namespace {
-
-bool ValidFunctionName(const std::string& name) {
+bool ValidFunctionName(std::string_view name) {
   if (name.empty() || name.size() > 64) return false;
   for (char c : name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -40,6 +38,8 @@ bool ValidFunctionName(const std::string& name) {
   }
   return true;
 }
+
+namespace {
 
 MaybeError ReadFunction(const json& v, const std::string& param, ToolFunction* out) {
   if (!v.is_object()) return InvalidType(param, "an object");

@@ -53,6 +53,9 @@ nlohmann::json ToolCallDeltaToJson(const ToolCallDelta& delta);
 
 namespace internal {
 
+// OpenAI names (tools[].function.name, response_format.json_schema.name): ^[a-zA-Z0-9_-]{1,64}$.
+bool ValidFunctionName(std::string_view name);
+
 std::optional<ApiError> ReadTools(const nlohmann::json& v, std::vector<ToolFunction>* out);
 std::optional<ApiError> ReadToolChoice(const nlohmann::json& v, ToolChoice* out);
 // An assistant message's "tool_calls" (param e.g. "messages[2].tool_calls").
