@@ -11,6 +11,7 @@
 //   matmul_bench --ab [--ab-a=legacy] [--ab-b=auto] [--ab-types=Q4_0,Q8_0]
 //                [--ab-tokens=1,2,4,8,16,32,64] [--ab-rounds=7] [--threads=N]
 //                [--ab-cpu]   (with --threads=1: thread CPU time, see Now())
+//                [--ab-b-packed]  (B reads copies packed at load: packed_weights.h)
 // Batched-decode A/B (no Google Benchmark): for each type, shape (2048x2048,
 // 8192x2048) and n_tokens, rounds alternate BatchPath A and B (see matmul.h:
 // legacy = int8 GEMV below 8 tokens and bf16 GEMM from 8, as before the int8
@@ -35,6 +36,7 @@
 
 #include "base/thread_pool.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/packed_weights.h"
 #include "kernels/cpu/quantize.h"
 
 namespace pagoda::kernels {
@@ -131,6 +133,7 @@ struct AbOptions {
   std::vector<DType> types = {DType::kQ4_0, DType::kQ8_0};
   std::vector<int64_t> tokens = {1, 2, 4, 8, 16, 32, 64};
   int rounds = 7;
+  bool b_packed = false;  // --ab-b-packed: B reads load-time packed copies (packed_weights.h)
 };
 
 double MedianOf(std::vector<double> v) {
@@ -153,12 +156,13 @@ double Now() {
 }
 
 // Seconds per call of `n` calls cycling through the copies of w.
-double TimeCalls(const Weight& w, const float* x, int64_t n_tok, float* y, int n, size_t* next) {
+double TimeCalls(const std::vector<TensorView>& views, const float* x, int64_t n_tok, float* y, int n,
+                 size_t* next) {
   ThreadPool& pool = Pool();
   const double t0 = Now();
   for (int i = 0; i < n; ++i) {
-    MatMul(w.views[*next], x, n_tok, y, pool);
-    if (++*next == w.views.size()) *next = 0;
+    MatMul(views[*next % views.size()], x, n_tok, y, pool);
+    if (++*next == views.size()) *next = 0;
   }
   return (Now() - t0) / n;
 }
@@ -172,6 +176,12 @@ int RunAb(const AbOptions& o) {
   for (DType type : o.types) {
     for (const auto& s : shapes) {
       const Weight& w = GetWeight(type, s[0], s[1]);
+      // B's views: the same copies, packed at "load" when asked.
+      PackedWeightStore store(Pool());
+      std::vector<TensorView> bviews = w.views;
+      if (o.b_packed) {
+        for (TensorView& v : bviews) v = *store.Add(v);
+      }
       for (int64_t n_tok : o.tokens) {
         std::vector<float> x(n_tok * s[1]), y(n_tok * s[0]);
         std::mt19937 rng(2);
@@ -180,16 +190,16 @@ int RunAb(const AbOptions& o) {
         size_t next = 0;
         // Calibrate the calls per round on path B (after one warm-up call each).
         SetBatchPathForTesting(o.a);
-        TimeCalls(w, x.data(), n_tok, y.data(), 1, &next);
+        TimeCalls(w.views, x.data(), n_tok, y.data(), 1, &next);
         SetBatchPathForTesting(o.b);
-        const double probe = TimeCalls(w, x.data(), n_tok, y.data(), 2, &next);
+        const double probe = TimeCalls(bviews, x.data(), n_tok, y.data(), 2, &next);
         const int calls = std::max(1, static_cast<int>(0.04 / std::max(probe, 1e-7)));
         std::vector<double> ta, tb, ratio;
         for (int r = 0; r < o.rounds; ++r) {
           SetBatchPathForTesting(o.a);
-          const double a = TimeCalls(w, x.data(), n_tok, y.data(), calls, &next);
+          const double a = TimeCalls(w.views, x.data(), n_tok, y.data(), calls, &next);
           SetBatchPathForTesting(o.b);
-          const double b = TimeCalls(w, x.data(), n_tok, y.data(), calls, &next);
+          const double b = TimeCalls(bviews, x.data(), n_tok, y.data(), calls, &next);
           ta.push_back(a);
           tb.push_back(b);
           ratio.push_back(a / b);
@@ -252,6 +262,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--ab") == 0) {
       ab = true;
+    } else if (std::strcmp(argv[i], "--ab-b-packed") == 0) {
+      abo.b_packed = true;
     } else if (std::strcmp(argv[i], "--ab-cpu") == 0) {
       pagoda::kernels::g_cpu_clock = true;
     } else if (std::strncmp(argv[i], "--ab-a=", 7) == 0 || std::strncmp(argv[i], "--ab-b=", 7) == 0) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/cpu/packed_weights.h"
 #include "model/decode_weight_store.h"
 #include "model/float_buffer.h"
 #include "model/layers/layer.h"
@@ -31,6 +32,8 @@ struct DecoderWeights {
   // Owns the decode copies the layers' PhasedWeights point to; null without
   // --decode-weights.
   std::unique_ptr<DecodeWeightStore> decode_store;
+  // Owns the packed copies (kernels/cpu/packed_weights.h) the views point to.
+  std::unique_ptr<kernels::PackedWeightStore> packed_store;
 };
 
 class DecoderModel final : public Model {

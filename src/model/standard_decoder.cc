@@ -18,7 +18,8 @@ Result<std::unique_ptr<Model>> LoadStandardDecoder(std::shared_ptr<const GgufFil
     }
     weights.decode_store = std::make_unique<DecodeWeightStore>(*options.decode_weights, pool);
   }
-  const WeightLoader w(*file, weights.decode_store.get());
+  if (kernels::WeightPackingEnabled()) weights.packed_store = std::make_unique<kernels::PackedWeightStore>(pool);
+  const WeightLoader w(*file, weights.decode_store.get(), weights.packed_store.get());
   PAGODA_ASSIGN_OR_RETURN(weights.token_embd,
                           w.Embedding("token_embd.weight", config.n_embd, config.n_vocab));
   for (int l = 0; l < config.n_layer; ++l) {

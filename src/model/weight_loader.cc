@@ -55,6 +55,13 @@ Result<PhasedWeight> WeightLoader::Phased(const TensorView& t) const {
     if (!copy.ok()) return copy.status().WithContext(file_.path());
     w.by_phase[static_cast<int>(Phase::kDecode)] = *copy;
   }
+  if (packed_ != nullptr) {
+    for (TensorView& v : w.by_phase) {
+      auto p = packed_->Add(v);
+      if (!p.ok()) return p.status().WithContext(file_.path());
+      v = *p;
+    }
+  }
   return w;
 }
 

@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "gguf/gguf_file.h"
+#include "kernels/cpu/packed_weights.h"
 #include "model/decode_weight_store.h"
 #include "model/layers/phased_weight.h"
 #include "tensor/tensor_view.h"
@@ -18,8 +19,11 @@ namespace pagoda {
 
 class WeightLoader {
  public:
-  explicit WeightLoader(const GgufFile& file, DecodeWeightStore* decode = nullptr)
-      : file_(file), decode_(decode) {}
+  // decode: makes the decode copies (--decode-weights); packed: packs the
+  // linear weights (both phases) for the active ISA. Both optional.
+  explicit WeightLoader(const GgufFile& file, DecodeWeightStore* decode = nullptr,
+                        kernels::PackedWeightStore* packed = nullptr)
+      : file_(file), decode_(decode), packed_(packed) {}
 
   const GgufFile& file() const { return file_; }
   bool Has(const std::string& name) const { return file_.FindTensor(name) != nullptr; }
@@ -45,6 +49,7 @@ class WeightLoader {
   Result<TensorView> Shaped(const std::string& name, int64_t ne0, int64_t ne1) const;
   const GgufFile& file_;
   DecodeWeightStore* decode_ = nullptr;  // not owned; may be null
+  kernels::PackedWeightStore* packed_ = nullptr;  // not owned; may be null
 };
 
 }  // namespace pagoda

@@ -19,6 +19,9 @@ struct TensorView {
   std::array<int64_t, 4> ne = {1, 1, 1, 1};
   const void* data = nullptr;
   int64_t nbytes = 0;
+  // Optional copy of the same matrix repacked for the active ISA's batched
+  // kernels (kernels/cpu/packed_weights.h); MatMul reads it when it can.
+  const void* packed = nullptr;
 
   int64_t elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
   int64_t rows() const { return ne[1] * ne[2] * ne[3]; }

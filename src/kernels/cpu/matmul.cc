@@ -89,6 +89,20 @@ const internal::Plan* SelectPlan(DType type, int64_t n_tokens) {
   return p;
 }
 
+// Pre-packed weights (packed_weights.h) replace the per-call panel from this
+// many tokens; below it the GEMV plans read the checkpoint's rows.
+constexpr int64_t kPackedMinTokens = 1;
+
+// The plan reading w.packed, or null when this call cannot use it.
+const internal::Plan* SelectPackedPlan(const TensorView& w, int64_t n_tokens) {
+  if (w.packed == nullptr || ActiveIsa() != Isa::kAvx512) return nullptr;
+  const BatchPath path = ActiveBatchPath();
+  if (path == BatchPath::kPanel || (path == BatchPath::kAuto && n_tokens >= kPackedMinTokens)) {
+    return internal::Avx512PackedPlan(w.type);
+  }
+  return nullptr;
+}
+
 // Activation conversion is worth splitting across threads only for prefill.
 constexpr int64_t kParallelConvertElems = 1 << 16;
 // Below this many multiply-adds a MatMul runs on the calling thread: waking
@@ -245,10 +259,16 @@ void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t
     const TensorView& w = *targets[i].w;
     PAGODA_CHECK(w.ne[0] == job.n_in) << "MatMulShared: " << w.name << " has a different input width";
     Part& pt = job.parts[i];
-    pt.plan = SelectPlan(w.type, n_tokens);
-    PAGODA_CHECK(pt.plan != nullptr) << "no MatMul kernel for " << DTypeName(w.type);
-    pt.wdata = static_cast<const uint8_t*>(w.data);
-    pt.w_stride = w.row_bytes();
+    pt.plan = SelectPackedPlan(w, n_tokens);
+    if (pt.plan != nullptr) {
+      pt.wdata = static_cast<const uint8_t*>(w.packed);
+      pt.w_stride = internal::Avx512PackedRowStride(w.type, job.n_in);
+    } else {
+      pt.plan = SelectPlan(w.type, n_tokens);
+      PAGODA_CHECK(pt.plan != nullptr) << "no MatMul kernel for " << DTypeName(w.type);
+      pt.wdata = static_cast<const uint8_t*>(w.data);
+      pt.w_stride = w.row_bytes();
+    }
     pt.n_out = w.rows();
     pt.type = w.type;
     pt.y = targets[i].y;

@@ -25,7 +25,9 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
+#include "base/check.h"
 #include "kernels/cpu/matmul_internal.h"
 #include "tensor/blocks.h"
 
@@ -38,6 +40,19 @@ inline int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 int64_t U8ActBytes(int64_t n_in) { return RoundUp(n_in + n_in / 32 * 8, 64); }
 
+// Rounds the 32 values at x to q = round(x / d), d = amax / 127 (|q| <= 127),
+// in two vectors of 16 int32; returns d.
+inline float QuantBlock32(const float* x, __m512i* i0, __m512i* i1) {
+  const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+  const float m = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+  const float d = m / 127.0f;
+  const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+  *i0 = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(x0, id)), hi), lo);
+  *i1 = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(x1, id)), hi), lo);
+  return d;
+}
+
 void ConvertU8(const float* x, int64_t n_in, void* dst) {
   uint8_t* qs = static_cast<uint8_t*>(dst);
   const int64_t nb = n_in / 32;
@@ -45,19 +60,31 @@ void ConvertU8(const float* x, int64_t n_in, void* dst) {
   float* xs = dv + nb;
   const __m512i k128 = _mm512_set1_epi32(128);
   for (int64_t b = 0; b < nb; ++b) {
-    const __m512 x0 = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
-    const float m = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
-    const float d = m / 127.0f;
-    const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-    __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, id));
-    __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, id));
-    i0 = _mm512_max_epi32(_mm512_min_epi32(i0, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
-    i1 = _mm512_max_epi32(_mm512_min_epi32(i1, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+    __m512i i0, i1;
+    const float d = QuantBlock32(x + 32 * b, &i0, &i1);
     const int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b), _mm512_cvtepi32_epi8(_mm512_add_epi32(i0, k128)));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b + 16), _mm512_cvtepi32_epi8(_mm512_add_epi32(i1, k128)));
     dv[b] = d;
     xs[b] = d * static_cast<float>(sum);
+  }
+  std::memset(qs + n_in + 8 * nb, 0, U8ActBytes(n_in) - n_in - 8 * nb);
+}
+
+// The same activations as signed bytes, for the pre-packed Q4_0 plan (its
+// weights are the unsigned operand): s8 q[n_in], f32 d[n_in / 32], i32
+// sum[n_in / 32] (sum of q over the block). Same rounding as ConvertU8.
+void ConvertS8(const float* x, int64_t n_in, void* dst) {
+  int8_t* qs = static_cast<int8_t*>(dst);
+  const int64_t nb = n_in / 32;
+  float* dv = reinterpret_cast<float*>(qs + n_in);
+  int32_t* sums = reinterpret_cast<int32_t*>(dv + nb);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i i0, i1;
+    dv[b] = QuantBlock32(x + 32 * b, &i0, &i1);
+    sums[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b), _mm512_cvtepi32_epi8(i0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b + 16), _mm512_cvtepi32_epi8(i1));
   }
   std::memset(qs + n_in + 8 * nb, 0, U8ActBytes(n_in) - n_in - 8 * nb);
 }
@@ -385,6 +412,46 @@ void PackPanel(DType, const uint8_t* w, int64_t ws, int64_t n_rows, int64_t n_in
   }
 }
 
+// ---------------------------------------------------------------- pre-packed Q4_0
+//
+// A whole Q4_0 matrix repacked once at load (PackedWeightStore) so that
+// batched calls skip PackPanel. Per group of 16 rows (missing rows zero),
+// with nb = n_in / 32 blocks:
+//   nb x 4 vectors: block b's qs dwords, vector q lane r = bytes [4q, 4q+4) of
+//                   row r (elements 4q..4q+3 in the low, 16+4q.. in the high
+//                   nibbles), at 256 * b + 64 * q
+//   nb x 16 f16:    block b's scales (row r at lane r), at 256 * nb + 32 * b
+// padded to a multiple of 64 bytes: exactly the bytes of Q4_0 (plus padding).
+// The nibbles are the unsigned operand of vpdpbusd against signed activation
+// bytes (ConvertS8); s starts at -8 * sum(q), so it ends at sum q * (nibble -
+// 8), the integer the panel computes: results are bitwise those of PackPanel.
+
+int64_t PackedQ4_0GroupBytes(int64_t n_in) { return RoundUp(n_in / 32 * 288, 64); }
+
+void PackQ4_0Groups(const uint8_t* w, int64_t ws, int64_t n_rows, int64_t n_in, uint8_t* dst) {
+  const int64_t nb = n_in / 32, gbytes = PackedQ4_0GroupBytes(n_in);
+  std::unique_ptr<uint8_t[]> pad;
+  for (int64_t r0 = 0; r0 < n_rows; r0 += 16, dst += gbytes) {
+    const int nr = static_cast<int>(std::min<int64_t>(16, n_rows - r0));
+    const uint8_t* src = w + r0 * ws;
+    if (nr < 16 || ws * 15 > INT32_MAX) {  // a zero-padded copy of the group
+      if (!pad) pad.reset(new uint8_t[16 * ws]);
+      std::memset(pad.get(), 0, 16 * ws);
+      std::memcpy(pad.get(), src, nr * ws);
+      src = pad.get();
+    }
+    std::memset(dst, 0, gbytes);
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = src + b * sizeof(BlockQ4_0);
+      __m512i v[4];
+      Transpose16<16>(reinterpret_cast<const int8_t*>(blk + 2), ws, v);
+      for (int q = 0; q < 4; ++q) _mm512_store_si512(dst + 256 * b + 64 * q, v[q]);
+      uint16_t* sc = reinterpret_cast<uint16_t*>(dst + 256 * nb + 32 * b);
+      for (int r = 0; r < 16; ++r) std::memcpy(sc + r, blk + r * ws, 2);
+    }
+  }
+}
+
 // ---------------------------------------------------------------- compute
 //
 // Register tile: G groups of 16 rows x T tokens; per block, G*T int32
@@ -442,6 +509,61 @@ struct PanelKernel {
   }
 };
 
+// The panel kernel over pre-packed Q4_0 groups (layout above): the same
+// register tile, unpacking each nibble vector into two level vectors.
+struct PackedQ4_0Kernel {
+  template <int G, int T>
+  static void Run(const uint8_t* p, int64_t gs, int64_t rows_left, const uint8_t* act, int64_t as, int64_t n_in,
+                  float* y, int64_t ldy) {
+    const int64_t nb = n_in / 32;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[G][T];
+    for (int g = 0; g < G; ++g)
+      for (int t = 0; t < T; ++t) acc[g][t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      __m512i s[G][T];
+      for (int t = 0; t < T; ++t) {
+        const int32_t* sums = reinterpret_cast<const int32_t*>(act + t * as + n_in + 4 * nb);
+        const __m512i init = _mm512_set1_epi32(-8 * sums[b]);
+        for (int g = 0; g < G; ++g) s[g][t] = init;
+      }
+      for (int q = 0; q < 4; ++q) {
+        __m512i lo[G], hi[G];
+        for (int g = 0; g < G; ++g) {
+          const __m512i v = _mm512_load_si512(p + g * gs + 256 * b + 64 * q);
+          lo[g] = _mm512_and_si512(v, m4);
+          hi[g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        }
+        for (int t = 0; t < T; ++t) {
+          int32_t a_lo, a_hi;
+          std::memcpy(&a_lo, act + t * as + 32 * b + 4 * q, 4);
+          std::memcpy(&a_hi, act + t * as + 32 * b + 16 + 4 * q, 4);
+          const __m512i xl = _mm512_set1_epi32(a_lo), xh = _mm512_set1_epi32(a_hi);
+          for (int g = 0; g < G; ++g) {
+            s[g][t] = _mm512_dpbusd_epi32(s[g][t], lo[g], xl);
+            s[g][t] = _mm512_dpbusd_epi32(s[g][t], hi[g], xh);
+          }
+        }
+      }
+      __m512 dw[G];
+      for (int g = 0; g < G; ++g) {
+        dw[g] = _mm512_maskz_cvtph_ps(0xffff, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + g * gs + 256 * nb + 32 * b)));
+      }
+      for (int t = 0; t < T; ++t) {
+        const __m512 dx = _mm512_set1_ps(reinterpret_cast<const float*>(act + t * as + n_in)[b]);
+        for (int g = 0; g < G; ++g) {
+          acc[g][t] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, s[g][t]), _mm512_mul_ps(dw[g], dx), acc[g][t]);
+        }
+      }
+    }
+    for (int g = 0; g < G; ++g) {
+      const int64_t valid = std::clamp<int64_t>(rows_left - 16 * g, 0, 16);
+      const __mmask16 m = static_cast<__mmask16>((1u << valid) - 1);
+      for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + 16 * g, m, acc[g][t]);
+    }
+  }
+};
+
 template <class K, int G, int T>
 inline void RunTokens(int nt, const uint8_t* p, int64_t gs, int64_t rows_left, const uint8_t* act, int64_t as,
                       int64_t n_in, float* y, int64_t ldy) {
@@ -454,10 +576,10 @@ inline void RunTokens(int nt, const uint8_t* p, int64_t gs, int64_t rows_left, c
 constexpr int kTileGroups = 2;
 constexpr int kTileTokens = 4;
 
-template <int kB, bool kMin>
-void ComputePanel(const uint8_t* p, int64_t ps, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
+// ps: bytes per row of the panel (a 16-row group is 16 * ps bytes).
+template <class K>
+void ComputeTiles(const uint8_t* p, int64_t ps, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
                   int64_t n_in, float* y, int64_t ldy) {
-  using K = PanelKernel<kB, kMin>;
   const int64_t gs = 16 * ps;
   const int64_t n_groups = (n_rows + 15) / 16;
   for (int64_t t0 = 0; t0 < n_tok; t0 += kTileTokens) {
@@ -482,7 +604,7 @@ template <DType kType>
 constexpr Plan MakePlan() {
   using U = Unpack<kType>;
   return {U8ActBytes, ConvertU8, PanelLayout<U::kB, U::kMin>::RowBytes, PackPanel<kType>,
-          ComputePanel<U::kB, U::kMin>, kPanelChunk};
+          ComputeTiles<PanelKernel<U::kB, U::kMin>>, kPanelChunk};
 }
 
 const Plan kQ4_0 = MakePlan<DType::kQ4_0>();
@@ -492,6 +614,7 @@ const Plan kQ8_0 = MakePlan<DType::kQ8_0>();
 const Plan kQ4_K = MakePlan<DType::kQ4_K>();
 const Plan kQ5_K = MakePlan<DType::kQ5_K>();
 const Plan kQ6_K = MakePlan<DType::kQ6_K>();
+const Plan kPackedQ4_0 = {U8ActBytes, ConvertS8, nullptr, nullptr, ComputeTiles<PackedQ4_0Kernel>, kPanelChunk};
 
 }  // namespace
 
@@ -506,6 +629,22 @@ const Plan* Avx512Int8PanelPlan(DType type) {
     case DType::kQ6_K: return &kQ6_K;
     default: return nullptr;
   }
+}
+
+const Plan* Avx512PackedPlan(DType type) { return type == DType::kQ4_0 ? &kPackedQ4_0 : nullptr; }
+
+int64_t Avx512PackedBytes(DType type, int64_t n_rows, int64_t n_in) {
+  if (type != DType::kQ4_0 || n_in % 32 != 0) return 0;
+  return (n_rows + 15) / 16 * PackedQ4_0GroupBytes(n_in);
+}
+
+int64_t Avx512PackedRowStride(DType type, int64_t n_in) {
+  return type == DType::kQ4_0 ? PackedQ4_0GroupBytes(n_in) / 16 : 0;
+}
+
+void Avx512PackRows(DType type, const uint8_t* w, int64_t w_stride, int64_t n_rows, int64_t n_in, uint8_t* dst) {
+  PAGODA_CHECK(type == DType::kQ4_0) << "no packed layout for " << DTypeName(type);
+  PackQ4_0Groups(w, w_stride, n_rows, n_in, dst);
 }
 
 }  // namespace pagoda::kernels::internal

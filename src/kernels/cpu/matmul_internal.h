@@ -45,4 +45,15 @@ const Plan* Avx2KQuantDecodePlan(DType type);
 // Q4_0/Q4_1/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K; null for other types.
 const Plan* Avx512Int8PanelPlan(DType type);
 
+// Pre-packed weights (packed_weights.h), AVX-512 VNNI, Q4_0 only for now:
+// the whole matrix repacked once into the panel kernel's groups of 16 rows.
+// Bytes for n_rows rows (0: no packed layout for the type), the stride per
+// row (a 16-row group is 16 strides; compute reads row chunks from
+// packed + r0 * stride), the packing itself, and the plan whose compute
+// reads it (no pack_rows). Results are bitwise those of the panel plan.
+int64_t Avx512PackedBytes(DType type, int64_t n_rows, int64_t n_in);
+int64_t Avx512PackedRowStride(DType type, int64_t n_in);
+void Avx512PackRows(DType type, const uint8_t* w, int64_t w_stride, int64_t n_rows, int64_t n_in, uint8_t* dst);
+const Plan* Avx512PackedPlan(DType type);
+
 }  // namespace pagoda::kernels::internal

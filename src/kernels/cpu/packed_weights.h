@@ -1,0 +1,52 @@
+// PackedWeightStore: copies of weight matrices repacked once, at load, into
+// the layout the active ISA's batched kernels read directly, so batched
+// decode and prefill stop repacking every weight on every call. On AVX-512
+// VNNI, Q4_0 matrices are stored in the int8 panel kernel's groups of 16 rows
+// (matmul_int8_avx512.cc): the same bytes as the checkpoint's tensor (plus
+// padding to whole groups) and bitwise the same results as the per-call
+// panel. Other ISAs and types are left as they are. MatMul reads
+// TensorView::packed when the active ISA and batch path can use it.
+//
+// Built during model load (one thread, packing shared out over the pool),
+// read-only afterwards; owned by the model with the views that point into it.
+// PAGODA_PACK_WEIGHTS=0 turns packing off (A/B runs).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "tensor/tensor_view.h"
+
+namespace pagoda::kernels {
+
+// Whether the active ISA has a packed layout for t (type, row length).
+bool CanPackWeight(const TensorView& t);
+// Whether load-time packing is on (PAGODA_PACK_WEIGHTS unset or not "0").
+bool WeightPackingEnabled();
+
+class PackedWeightStore {
+ public:
+  explicit PackedWeightStore(ThreadPool& pool);
+  ~PackedWeightStore();
+  PackedWeightStore(const PackedWeightStore&) = delete;
+  PackedWeightStore& operator=(const PackedWeightStore&) = delete;
+
+  // t with .packed pointing at a packed copy (valid as long as the store)
+  // when CanPackWeight(t); t unchanged otherwise. A tensor already packed by
+  // this store (same data pointer) shares its copy.
+  Result<TensorView> Add(const TensorView& t);
+
+  int64_t n_tensors() const { return static_cast<int64_t>(buffers_.size()); }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  struct Buffer;
+  ThreadPool& pool_;
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+  int64_t bytes_ = 0;
+};
+
+}  // namespace pagoda::kernels
