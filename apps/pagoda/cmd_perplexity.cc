@@ -31,6 +31,12 @@ int CmdPerplexity(int argc, char** argv) {
   // --decode-weights: the scored tokens run as decode steps, so they use the decode copies.
   std::string decode_weights;
   AddDecodeWeightsOption(app, &decode_weights);
+  std::string prompts_path;
+  int32_t n_generate = 64;
+  app.add_option("--prompts", prompts_path,
+                 "with --compare-kv-dtype: measure the agreement over these prompts (one per line, \\n for a "
+                 "newline) instead of the text's windows");
+  app.add_option("--n-generate", n_generate, "with --prompts: greedy tokens compared per prompt (default 64)");
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
   const auto model_options = ModelOptionsFromFlags(decode_weights);
   if (!model_options.ok()) return Fail(model_options.status());
@@ -45,6 +51,26 @@ int CmdPerplexity(int argc, char** argv) {
     }
   }
   if (n_ctx < 4) return Fail("--ctx-size must be at least 4");
+  if (!prompts_path.empty() && !ref_type) return Fail("--prompts needs --compare-kv-dtype");
+  if (n_generate < 1 || n_generate > 1 << 20) return Fail("--n-generate must be between 1 and 1048576");
+  std::vector<std::string> prompt_texts;
+  if (!prompts_path.empty()) {
+    std::ifstream pin(prompts_path, std::ios::binary);
+    if (!pin) return Fail("cannot open prompts file '" + prompts_path + "'");
+    for (std::string line; std::getline(pin, line);) {
+      std::string p;
+      for (size_t i = 0; i < line.size(); ++i) {
+        if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == 'n') {
+          p += '\n';
+          ++i;
+        } else {
+          p += line[i];
+        }
+      }
+      if (!p.empty()) prompt_texts.push_back(p);
+    }
+    if (prompt_texts.empty()) return Fail("prompts file '" + prompts_path + "' has no prompt");
+  }
 
   std::ifstream in(text_path, std::ios::binary);
   if (!in) return Fail("cannot open text file '" + text_path + "'");
@@ -69,14 +95,21 @@ int CmdPerplexity(int argc, char** argv) {
               static_cast<long long>(ppl->n_scored), ppl->n_windows, n_ctx, tokens.size(),
               kernels::KvTypeName(*type));
   if (ref_type) {
-    // Prompts: the first half of each scored window; the reference generates the second half.
+    // Prompts: the given ones, or the first half of each scored window (the
+    // reference then generates the second half).
     std::vector<std::vector<TokenId>> prompts;
-    for (int32_t w = 0; w < ppl->n_windows; ++w) {
-      const auto* start = tokens.data() + static_cast<size_t>(w) * n_ctx;
-      prompts.emplace_back(start, start + n_ctx / 2);
+    int32_t n_gen = n_generate;
+    for (const std::string& p : prompt_texts) {
+      prompts.push_back(loaded->tokenizer->Encode(p, /*add_special=*/true, /*parse_special=*/false));
     }
-    auto agree = CompareTopTokens(EvalConfig{&model, *ref_type}, EvalConfig{&model, *type}, prompts,
-                                  n_ctx - n_ctx / 2);
+    if (prompt_texts.empty()) {
+      n_gen = n_ctx - n_ctx / 2;
+      for (int32_t w = 0; w < ppl->n_windows; ++w) {
+        const auto* start = tokens.data() + static_cast<size_t>(w) * n_ctx;
+        prompts.emplace_back(start, start + n_ctx / 2);
+      }
+    }
+    auto agree = CompareTopTokens(EvalConfig{&model, *ref_type}, EvalConfig{&model, *type}, prompts, n_gen);
     if (!agree.ok()) return Fail(agree.status());
     std::printf("top-1 agreement with %s KV: %.6f (%lld of %lld positions)\n", kernels::KvTypeName(*ref_type),
                 agree->fraction(), static_cast<long long>(agree->n_agree),

@@ -296,5 +296,38 @@ TEST_F(CliTest, QuantizeThenGenerateWithDecodeWeights) {
   EXPECT_EQ(RunPagoda({"quantize", q8, q8, "--type", "q4_0"}).exit_code, 1);
 }
 
+// pagoda perplexity --prompts: agreement over given prompts. A type against
+// itself agrees everywhere (the positions are prompts x --n-generate); f32
+// against f16 KV on stories260K is the near-exact pair (>= 99%); bad prompt
+// options are clear errors.
+TEST_F(CliTest, PerplexityAgreementOverPrompts) {
+  PAGODA_REQUIRE_TESTDATA("stories260K.gguf");
+  const std::string text = std::string(PAGODA_SOURCE_DIR) + "/tests/data/tiny_stories.txt";
+  const std::string prompts = Path("prompts.txt");
+  std::ofstream(prompts) << "Once upon a time\nThe cat sat\\n\\nThe dog\n\n";
+  const std::string model = testing::TestDataPath("stories260K.gguf");
+  RunResult same = RunPagoda({"perplexity", "-m", model, "-f", text, "-c", "64", "--chunks", "1", "--kv-cache-dtype",
+                              "f16", "--compare-kv-dtype", "f16", "--prompts", prompts, "--n-generate", "20"});
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_NE(same.out.find("top-1 agreement with f16 KV: 1.000000 (40 of 40 positions)"), std::string::npos)
+      << same.out;
+  RunResult f32 = RunPagoda({"perplexity", "-m", model, "-f", text, "-c", "64", "--chunks", "1", "--kv-cache-dtype",
+                             "f32", "--compare-kv-dtype", "f16", "--prompts", prompts, "--n-generate", "20"});
+  ASSERT_EQ(f32.exit_code, 0) << f32.err;
+  EXPECT_NE(f32.out.find(" of 40 positions)"), std::string::npos) << f32.out;
+  const std::string key = "top-1 agreement with f16 KV: ";
+  const size_t at = f32.out.find(key);
+  ASSERT_NE(at, std::string::npos) << f32.out;
+  EXPECT_GE(std::stod(f32.out.substr(at + key.size())), 0.99) << f32.out;
+  EXPECT_EQ(RunPagoda({"perplexity", "-m", model, "-f", text, "--prompts", prompts}).exit_code, 1);
+  ExpectCleanError({"perplexity", "-m", model, "-f", text, "--compare-kv-dtype", "f16", "--prompts",
+                    Path("none.txt")},
+                   "none.txt", "cannot open");
+  EXPECT_EQ(RunPagoda({"perplexity", "-m", model, "-f", text, "--compare-kv-dtype", "f16", "--prompts", prompts,
+                       "--n-generate", "0"})
+                .exit_code,
+            1);
+}
+
 }  // namespace
 }  // namespace pagoda
