@@ -1,8 +1,8 @@
 // Scalar reference quantize / dequantize. Dequantizers follow GGML's
 // dequantize_row_* operation for operation (same float expression order), so a
-// GGUF written by llama.cpp decodes to bit-identical floats. Quantizers are
-// simple max-abs / min-max schemes: valid blocks with reasonable error, not
-// llama.cpp's error-minimising search.
+// GGUF written by llama.cpp decodes to bit-identical floats. Weight blocks are
+// quantized by quantize_weights.cc (ggml's reference rounding); this file
+// keeps the element-wise types and Q8_K (activations of K-quant dot products).
 #include "kernels/cpu/quantize.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/cpu/quantize_weights.h"
 #include "tensor/blocks.h"
 #include "tensor/fp16.h"
 
@@ -17,18 +18,6 @@ namespace pagoda::kernels {
 namespace {
 
 inline int NearestInt(float f) { return static_cast<int>(std::lrintf(f)); }
-
-// Returns the element with the largest magnitude, keeping its sign.
-float SignedAbsMax(const float* x, int n) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < n; ++j) {
-    if (std::fabs(x[j]) > amax) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  }
-  return max;
-}
 
 void GetScaleMinK4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   if (j < 4) {
@@ -40,75 +29,7 @@ void GetScaleMinK4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   }
 }
 
-void PackScaleMinK4(const uint8_t* sc, const uint8_t* m, uint8_t* q) {
-  std::memset(q, 0, kKScaleSize);
-  for (int j = 0; j < 8; ++j) {
-    if (j < 4) {
-      q[j] |= sc[j] & 63;
-      q[j + 4] |= m[j] & 63;
-    } else {
-      q[j + 4] = (sc[j] & 0xF) | ((m[j] & 0xF) << 4);
-      q[j - 4] |= (sc[j] >> 4) << 6;
-      q[j] |= (m[j] >> 4) << 6;
-    }
-  }
-}
-
-// ---- quantizers (one block) ----
-
-void QuantizeQ4_0(const float* x, BlockQ4_0* b) {
-  const float max = SignedAbsMax(x, 32);
-  const float d = max / -8.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  b->d = F32ToF16(d);
-  for (int j = 0; j < 16; ++j) {
-    const int q0 = std::min(15, static_cast<int>(x[j] * id + 8.5f));
-    const int q1 = std::min(15, static_cast<int>(x[j + 16] * id + 8.5f));
-    b->qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-  }
-}
-
-void QuantizeQ4_1(const float* x, BlockQ4_1* b) {
-  float mn = x[0], mx = x[0];
-  for (int j = 1; j < 32; ++j) {
-    mn = std::min(mn, x[j]);
-    mx = std::max(mx, x[j]);
-  }
-  const float d = (mx - mn) / 15.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  b->d = F32ToF16(d);
-  b->m = F32ToF16(mn);
-  for (int j = 0; j < 16; ++j) {
-    const int q0 = std::clamp(static_cast<int>((x[j] - mn) * id + 0.5f), 0, 15);
-    const int q1 = std::clamp(static_cast<int>((x[j + 16] - mn) * id + 0.5f), 0, 15);
-    b->qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-  }
-}
-
-void QuantizeQ5_0(const float* x, BlockQ5_0* b) {
-  const float max = SignedAbsMax(x, 32);
-  const float d = max / -16.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  b->d = F32ToF16(d);
-  uint32_t qh = 0;
-  for (int j = 0; j < 16; ++j) {
-    const int q0 = std::clamp(static_cast<int>(x[j] * id + 16.5f), 0, 31);
-    const int q1 = std::clamp(static_cast<int>(x[j + 16] * id + 16.5f), 0, 31);
-    b->qs[j] = static_cast<uint8_t>((q0 & 0xF) | ((q1 & 0xF) << 4));
-    qh |= static_cast<uint32_t>((q0 >> 4) & 1) << j;
-    qh |= static_cast<uint32_t>((q1 >> 4) & 1) << (j + 16);
-  }
-  std::memcpy(b->qh, &qh, 4);
-}
-
-void QuantizeQ8_0(const float* x, BlockQ8_0* b) {
-  float amax = 0.0f;
-  for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  b->d = F32ToF16(d);
-  for (int j = 0; j < 32; ++j) b->qs[j] = static_cast<int8_t>(std::clamp(NearestInt(x[j] * id), -127, 127));
-}
+// ---- Q8_K: activations only (K-quant dot products); weights: quantize_weights.cc ----
 
 void QuantizeQ8_K(const float* x, BlockQ8_K* b) {
   float amax = 0.0f;
@@ -121,99 +42,6 @@ void QuantizeQ8_K(const float* x, BlockQ8_K* b) {
     int s = 0;
     for (int l = 0; l < 16; ++l) s += b->qs[g * 16 + l];
     b->bsums[g] = static_cast<int16_t>(s);
-  }
-}
-
-// Q4_K / Q5_K: per 32-element sub-block min-max with `levels` steps; the
-// sub-block scales and mins are then quantized to 6 bits against d / dmin.
-// Writes the packed scales, d, dmin and the level of each element to L.
-void QuantizeKMinMax(const float* x, int levels, Half* d_out, Half* dmin_out, uint8_t* scales, uint8_t* L) {
-  float sub_scale[8], sub_min[8];
-  for (int j = 0; j < 8; ++j) {
-    const float* xs = x + 32 * j;
-    float mn = 0.0f, mx = xs[0];  // mn <= 0 so that min_j = -mn >= 0
-    for (int l = 0; l < 32; ++l) {
-      mn = std::min(mn, xs[l]);
-      mx = std::max(mx, xs[l]);
-    }
-    sub_scale[j] = std::max(0.0f, (mx - mn) / static_cast<float>(levels));
-    sub_min[j] = -mn;
-  }
-  const float max_scale = *std::max_element(sub_scale, sub_scale + 8);
-  const float max_min = *std::max_element(sub_min, sub_min + 8);
-  const float d = F16ToF32(F32ToF16(max_scale / 63.0f));
-  const float dmin = F16ToF32(F32ToF16(max_min / 63.0f));
-  uint8_t sc[8], m[8];
-  for (int j = 0; j < 8; ++j) {
-    // Round scales up so that (max - min) still fits in `levels` steps.
-    sc[j] = d > 0.0f ? static_cast<uint8_t>(std::min(63, static_cast<int>(std::ceil(sub_scale[j] / d)))) : 0;
-    m[j] = dmin > 0.0f ? static_cast<uint8_t>(std::min(63, NearestInt(sub_min[j] / dmin))) : 0;
-  }
-  *d_out = F32ToF16(d);
-  *dmin_out = F32ToF16(dmin);
-  PackScaleMinK4(sc, m, scales);
-  for (int j = 0; j < 8; ++j) {
-    const float ds = d * sc[j];
-    const float dm = dmin * m[j];
-    const float id = ds > 0.0f ? 1.0f / ds : 0.0f;
-    for (int l = 0; l < 32; ++l) {
-      L[32 * j + l] = static_cast<uint8_t>(std::clamp(NearestInt((x[32 * j + l] + dm) * id), 0, levels));
-    }
-  }
-}
-
-void QuantizeQ4_K(const float* x, BlockQ4_K* b) {
-  uint8_t L[kQK_K];
-  QuantizeKMinMax(x, 15, &b->d, &b->dmin, b->scales, L);
-  for (int c = 0; c < 4; ++c) {
-    for (int l = 0; l < 32; ++l) b->qs[32 * c + l] = static_cast<uint8_t>(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
-  }
-}
-
-void QuantizeQ5_K(const float* x, BlockQ5_K* b) {
-  uint8_t L[kQK_K];
-  QuantizeKMinMax(x, 31, &b->d, &b->dmin, b->scales, L);
-  std::memset(b->qh, 0, sizeof(b->qh));
-  for (int c = 0; c < 4; ++c) {
-    for (int l = 0; l < 32; ++l) {
-      const int lo = L[64 * c + l], hi = L[64 * c + 32 + l];
-      b->qs[32 * c + l] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
-      b->qh[l] |= static_cast<uint8_t>(((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
-    }
-  }
-}
-
-void QuantizeQ6_K(const float* x, BlockQ6_K* b) {
-  float sub_scale[16];
-  float amax_scale = 0.0f;
-  for (int j = 0; j < 16; ++j) {
-    float amax = 0.0f;
-    for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * j + l]));
-    sub_scale[j] = amax / 31.0f;
-    amax_scale = std::max(amax_scale, sub_scale[j]);
-  }
-  const float d = F16ToF32(F32ToF16(amax_scale / 127.0f));
-  b->d = F32ToF16(d);
-  uint8_t L[kQK_K];
-  for (int j = 0; j < 16; ++j) {
-    const int sc = d > 0.0f ? std::min(127, static_cast<int>(std::ceil(sub_scale[j] / d))) : 0;
-    b->scales[j] = static_cast<int8_t>(sc);
-    const float ds = d * sc;
-    const float id = ds > 0.0f ? 1.0f / ds : 0.0f;
-    for (int l = 0; l < 16; ++l) {
-      L[16 * j + l] = static_cast<uint8_t>(std::clamp(NearestInt(x[16 * j + l] * id), -32, 31) + 32);
-    }
-  }
-  for (int n = 0; n < 2; ++n) {
-    uint8_t* ql = b->ql + 64 * n;
-    uint8_t* qh = b->qh + 32 * n;
-    const uint8_t* Ln = L + 128 * n;
-    for (int l = 0; l < 32; ++l) {
-      const int q1 = Ln[l], q2 = Ln[l + 32], q3 = Ln[l + 64], q4 = Ln[l + 96];
-      ql[l] = static_cast<uint8_t>((q1 & 0xF) | ((q3 & 0xF) << 4));
-      ql[l + 32] = static_cast<uint8_t>((q2 & 0xF) | ((q4 & 0xF) << 4));
-      qh[l] = static_cast<uint8_t>((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
-    }
   }
 }
 
@@ -371,15 +199,10 @@ Status QuantizeRow(DType type, const float* src, void* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) d[i] = F32ToBF16(src[i]);
       return Status::Ok();
     }
-    case DType::kQ4_0: QuantizeBlocks<BlockQ4_0, QuantizeQ4_0>(src, dst, n / 32, 32); return Status::Ok();
-    case DType::kQ4_1: QuantizeBlocks<BlockQ4_1, QuantizeQ4_1>(src, dst, n / 32, 32); return Status::Ok();
-    case DType::kQ5_0: QuantizeBlocks<BlockQ5_0, QuantizeQ5_0>(src, dst, n / 32, 32); return Status::Ok();
-    case DType::kQ8_0: QuantizeBlocks<BlockQ8_0, QuantizeQ8_0>(src, dst, n / 32, 32); return Status::Ok();
-    case DType::kQ4_K: QuantizeBlocks<BlockQ4_K, QuantizeQ4_K>(src, dst, n / kQK_K, kQK_K); return Status::Ok();
-    case DType::kQ5_K: QuantizeBlocks<BlockQ5_K, QuantizeQ5_K>(src, dst, n / kQK_K, kQK_K); return Status::Ok();
-    case DType::kQ6_K: QuantizeBlocks<BlockQ6_K, QuantizeQ6_K>(src, dst, n / kQK_K, kQK_K); return Status::Ok();
     case DType::kQ8_K: QuantizeBlocks<BlockQ8_K, QuantizeQ8_K>(src, dst, n / kQK_K, kQK_K); return Status::Ok();
     default:
+      // Weight blocks: ggml's reference rounding, one implementation.
+      if (CanQuantizeWeights(type)) return QuantizeWeightRow(type, src, dst, n);
       return Unimplemented(std::string("quantize to ") + DTypeName(type));
   }
 }
