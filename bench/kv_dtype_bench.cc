@@ -10,10 +10,11 @@
 //
 //   kv_dtype_bench -m MODEL.gguf [-t 2] [--types f16,fp8_e4m3] [--depths 0,2000]
 //                  [-n 32] [--rounds 5] [--kv-memory-mib 1024]
-//   kv_dtype_bench --attention [-t 2] [--types ...] [--depths 2000] [--rounds 5]
-// --attention times the attention kernel alone: one decode query row of the
-// Llama-1B shape (32 heads, 8 KV heads of 64) over `depth` cached positions,
-// rounds of 200 calls alternating the types; no model needed.
+//   kv_dtype_bench --attention [-t 2] [--types ...] [--depths 2000] [--rounds 5] [--rows 1]
+// --attention times the attention kernel alone: `rows` query rows (1: one
+// decode step; more: a prefill chunk at positions depth .. depth + rows - 1)
+// of the Llama-1B shape (32 heads, 8 KV heads of 64) over the cached
+// positions, rounds of calls alternating the types; no model needed.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -50,7 +51,8 @@ double Median(std::vector<double> v) {
 
 // Median microseconds per Attention() call for each type, and the median
 // per-round ratio of the first type's time to each type's (> 1: faster).
-int RunAttention(const std::vector<KvType>& types, const std::vector<int32_t>& depths, int rounds, int threads) {
+int RunAttention(const std::vector<KvType>& types, const std::vector<int32_t>& depths, int rounds, int threads,
+                 int n_rows) {
   ThreadPool pool(threads);
   const KvCacheSpec spec{{KvLayerSpec{8, 64, 64}}};
   kernels::AttentionShape sh;
@@ -60,37 +62,44 @@ int RunAttention(const std::vector<KvType>& types, const std::vector<int32_t>& d
   sh.scale = 0.125f;
   std::mt19937 rng(2);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> q(32 * 64), out(32 * 64), row(8 * 64);
+  std::vector<float> q(static_cast<size_t>(n_rows) * 32 * 64), out(q.size()), row(8 * 64);
   for (float& x : q) x = dist(rng);
   for (int32_t depth : depths) {
     std::vector<std::unique_ptr<ContiguousKvCache>> caches;
     for (KvType t : types) {
-      auto kv = ContiguousKvCache::Create(spec, 1, depth + 1, t);
+      auto kv = ContiguousKvCache::Create(spec, 1, depth + n_rows, t);
       if (!kv.ok()) return 1;
       Batch b;
-      for (int32_t i = 0; i <= depth; ++i) b.Add(0, i, 0, false);
+      for (int32_t i = 0; i < depth + n_rows; ++i) b.Add(0, i, 0, false);
       if (!(*kv)->Prepare(b).ok()) return 1;
       std::mt19937 fill(3);
-      for (int32_t p = 0; p <= depth; ++p) {
+      for (int32_t p = 0; p < depth + n_rows; ++p) {
         for (float& x : row) x = std::normal_distribution<float>(0.0f, 1.0f)(fill);
         (*kv)->WriteK(0, 0, p, row.data());
         (*kv)->WriteV(0, 0, p, row.data());
       }
       caches.push_back(std::move(kv).value());
     }
-    const int32_t pos = depth, r0 = 0;
+    std::vector<int32_t> pos(n_rows), rows(n_rows);
+    for (int r = 0; r < n_rows; ++r) {
+      pos[r] = depth + r;
+      rows[r] = r;
+    }
+    // About as much work per round whatever the shape.
+    const int calls = std::max(3, static_cast<int>(200 * 2000 / (static_cast<int64_t>(n_rows) * (depth + n_rows) + 2000)));
     std::vector<std::vector<double>> us(types.size()), ratio(types.size());
     for (int r = -1; r < rounds; ++r) {
       std::vector<double> this_round(types.size());
       for (size_t k = 0; k < types.size(); ++k) {
         kernels::AttentionSeq seq;
         seq.kv = caches[k]->View(0, 0);
-        seq.rows = &r0;
-        seq.n_rows = 1;
-        const int kCalls = 200;
+        seq.rows = rows.data();
+        seq.n_rows = n_rows;
         const auto t0 = std::chrono::steady_clock::now();
-        for (int c = 0; c < kCalls; ++c) kernels::Attention(sh, q.data(), 32 * 64, &pos, &seq, 1, out.data(), 32 * 64, pool);
-        this_round[k] = 1e6 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kCalls;
+        for (int c = 0; c < calls; ++c) {
+          kernels::Attention(sh, q.data(), 32 * 64, pos.data(), &seq, 1, out.data(), 32 * 64, pool);
+        }
+        this_round[k] = 1e6 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / calls;
       }
       if (r < 0) continue;
       for (size_t k = 0; k < types.size(); ++k) {
@@ -99,8 +108,8 @@ int RunAttention(const std::vector<KvType>& types, const std::vector<int32_t>& d
       }
     }
     for (size_t k = 0; k < types.size(); ++k) {
-      std::printf("attention depth %5d  %-9s %8.1f us/call  speed vs %s %.3f\n", depth, kernels::KvTypeName(types[k]),
-                  Median(us[k]), kernels::KvTypeName(types[0]), Median(ratio[k]));
+      std::printf("attention depth %5d rows %3d  %-9s %8.1f us/call  speed vs %s %.3f\n", depth, n_rows,
+                  kernels::KvTypeName(types[k]), Median(us[k]), kernels::KvTypeName(types[0]), Median(ratio[k]));
     }
   }
   return 0;
@@ -108,7 +117,7 @@ int RunAttention(const std::vector<KvType>& types, const std::vector<int32_t>& d
 
 int Run(int argc, char** argv) {
   std::string model_path, types_arg = "f16,fp8_e4m3", depths_arg = "0,2000";
-  int threads = 2, n_gen = 32, rounds = 5;
+  int threads = 2, n_gen = 32, rounds = 5, attention_rows = 1;
   int64_t kv_mib = 1024;
   bool attention_only = false;
   for (int i = 1; i < argc; ++i) {
@@ -121,14 +130,18 @@ int Run(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(next());
     else if (!std::strcmp(argv[i], "--kv-memory-mib")) kv_mib = std::atoll(next());
     else if (!std::strcmp(argv[i], "--attention")) attention_only = true;
+    else if (!std::strcmp(argv[i], "--rows")) attention_rows = std::atoi(next());
     else {
       std::fprintf(stderr, "kv_dtype_bench: unknown argument '%s'\n", argv[i]);
       return 2;
     }
   }
-  if ((model_path.empty() && !attention_only) || threads < 1 || n_gen < 1 || rounds < 1 || kv_mib < 1) {
+  if ((model_path.empty() && !attention_only) || threads < 1 || n_gen < 1 || rounds < 1 || kv_mib < 1 ||
+      attention_rows < 1 || attention_rows > 4096) {
     std::fprintf(stderr, "usage: kv_dtype_bench -m MODEL.gguf [-t N] [--types a,b] [--depths 0,2000] [-n N] "
-                         "[--rounds N] [--kv-memory-mib N]\n");
+                         "[--rounds N] [--kv-memory-mib N]\n"
+                         "       kv_dtype_bench --attention [-t N] [--types a,b] [--depths 2000] [--rounds N] "
+                         "[--rows 1..4096]\n");
     return 2;
   }
   std::vector<KvType> types;
@@ -142,8 +155,14 @@ int Run(int argc, char** argv) {
   }
   std::vector<int32_t> depths;
   for (const auto& s : Split(depths_arg)) depths.push_back(std::atoi(s.c_str()));
+  for (int32_t d : depths) {
+    if (d < 0) {
+      std::fprintf(stderr, "kv_dtype_bench: depth %d is negative\n", d);
+      return 2;
+    }
+  }
 
-  if (attention_only) return RunAttention(types, depths, rounds, threads);
+  if (attention_only) return RunAttention(types, depths, rounds, threads, attention_rows);
   ThreadPool pool(threads);
   auto model = LoadModel(model_path, pool);
   if (!model.ok()) {

@@ -215,6 +215,70 @@ PagedKv MakePagedKv(int n_pos, int n_head_kv, int head_dim, int block_size, uint
   return kv;
 }
 
+// A batch of AttnCase's sequences: batch rows interleave the sequences
+// (continuous batching); types below f16 read the batch's own positions as f32
+// fresh rows, as the model passes them (rows [n_new, n_head_kv * head_dim],
+// copied out of the blocks).
+struct AttnBatch {
+  std::vector<int32_t> positions;
+  std::vector<std::vector<int32_t>> rows;
+  std::vector<PagedKv> kvs;
+  std::vector<std::vector<float>> fresh_k, fresh_v;
+  std::vector<AttentionSeq> seqs;
+};
+
+void MakeAttnBatch(const AttnCase& c, KvType type, AttnBatch* batch) {
+  const int n_seqs = static_cast<int>(c.prefix.size());
+  batch->rows.assign(n_seqs, {});
+  const int max_new = *std::max_element(c.n_new.begin(), c.n_new.end());
+  for (int i = 0; i < max_new; ++i) {
+    for (int s = 0; s < n_seqs; ++s) {
+      if (i < c.n_new[s]) {
+        batch->rows[s].push_back(static_cast<int32_t>(batch->positions.size()));
+        batch->positions.push_back(c.prefix[s] + i);
+      }
+    }
+  }
+  for (int s = 0; s < n_seqs; ++s) {
+    batch->kvs.push_back(MakePagedKv(c.prefix[s] + c.n_new[s], c.n_head_kv, c.head_dim, c.block_size,
+                                     100 + s, type));
+  }
+  const int64_t kv_width = int64_t{c.n_head_kv} * c.head_dim;
+  batch->fresh_k.assign(n_seqs, {});
+  batch->fresh_v.assign(n_seqs, {});
+  batch->seqs.assign(n_seqs, {});
+  for (int s = 0; s < n_seqs; ++s) {
+    AttentionSeq& seq = batch->seqs[s];
+    seq.kv = batch->kvs[s].view;
+    seq.rows = batch->rows[s].data();
+    seq.n_rows = static_cast<int32_t>(batch->rows[s].size());
+    if (!KvTypeUsesFreshRows(type)) continue;
+    for (int i = 0; i < c.n_new[s]; ++i) {
+      const int p = c.prefix[s] + i, b = p / c.block_size, slot = p % c.block_size;
+      for (int h = 0; h < c.n_head_kv; ++h) {
+        const int64_t off = (int64_t{h} * c.block_size + slot) * c.head_dim;
+        for (int d = 0; d < c.head_dim; ++d) {
+          batch->fresh_k[s].push_back(batch->kvs[s].k_storage[b][off + d]);
+          batch->fresh_v[s].push_back(batch->kvs[s].v_storage[b][off + d]);
+        }
+      }
+    }
+    seq.kv.fresh_start = c.prefix[s];
+    seq.kv.fresh_k = batch->fresh_k[s].data();
+    seq.kv.fresh_v = batch->fresh_v[s].data();
+    seq.kv.fresh_k_stride = seq.kv.fresh_v_stride = kv_width;
+  }
+}
+
+AttentionShape AttnShape(const AttnCase& c) {
+  AttentionShape sh;
+  sh.n_head = c.n_head;
+  sh.n_head_kv = c.n_head_kv;
+  sh.head_dim_k = sh.head_dim_v = c.head_dim;
+  sh.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  return sh;
+}
+
 class AttentionTest : public ::testing::TestWithParam<std::tuple<AttnCase, Isa, KvType>> {};
 
 TEST_P(AttentionTest, MatchesReference) {
@@ -222,55 +286,13 @@ TEST_P(AttentionTest, MatchesReference) {
   if (static_cast<int>(isa) > static_cast<int>(DetectedIsa())) GTEST_SKIP() << "ISA not available";
   const Isa saved = ActiveIsa();
   SetIsaForTesting(isa);
-  AttentionShape sh;
-  sh.n_head = c.n_head;
-  sh.n_head_kv = c.n_head_kv;
-  sh.head_dim_k = sh.head_dim_v = c.head_dim;
-  sh.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const AttentionShape sh = AttnShape(c);
   const int n_seqs = static_cast<int>(c.prefix.size());
-  // Batch rows interleave the sequences (continuous batching).
-  std::vector<int32_t> positions;
-  std::vector<std::vector<int32_t>> rows(n_seqs);
-  int max_new = *std::max_element(c.n_new.begin(), c.n_new.end());
-  for (int i = 0; i < max_new; ++i) {
-    for (int s = 0; s < n_seqs; ++s) {
-      if (i < c.n_new[s]) {
-        rows[s].push_back(static_cast<int32_t>(positions.size()));
-        positions.push_back(c.prefix[s] + i);
-      }
-    }
-  }
-  std::vector<PagedKv> kvs;
-  std::vector<AttentionSeq> seqs(n_seqs);
-  for (int s = 0; s < n_seqs; ++s) {
-    kvs.push_back(MakePagedKv(c.prefix[s] + c.n_new[s], c.n_head_kv, c.head_dim, c.block_size,
-                              100 + s, type));
-  }
-  // Types below f16 read the batch's own positions as f32 rows, as the model
-  // passes them (rows [n_new, n_head_kv * head_dim], copied out of the blocks).
+  AttnBatch batch;
+  MakeAttnBatch(c, type, &batch);
+  const std::vector<int32_t>& positions = batch.positions;
+  const std::vector<AttentionSeq>& seqs = batch.seqs;
   const bool fresh = KvTypeUsesFreshRows(type);
-  const int64_t kv_width = int64_t{c.n_head_kv} * c.head_dim;
-  std::vector<std::vector<float>> fresh_k(n_seqs), fresh_v(n_seqs);
-  for (int s = 0; s < n_seqs; ++s) {
-    seqs[s].kv = kvs[s].view;
-    seqs[s].rows = rows[s].data();
-    seqs[s].n_rows = static_cast<int32_t>(rows[s].size());
-    if (!fresh) continue;
-    for (int i = 0; i < c.n_new[s]; ++i) {
-      const int p = c.prefix[s] + i, b = p / c.block_size, slot = p % c.block_size;
-      for (int h = 0; h < c.n_head_kv; ++h) {
-        const int64_t off = (int64_t{h} * c.block_size + slot) * c.head_dim;
-        for (int d = 0; d < c.head_dim; ++d) {
-          fresh_k[s].push_back(kvs[s].k_storage[b][off + d]);
-          fresh_v[s].push_back(kvs[s].v_storage[b][off + d]);
-        }
-      }
-    }
-    seqs[s].kv.fresh_start = c.prefix[s];
-    seqs[s].kv.fresh_k = fresh_k[s].data();
-    seqs[s].kv.fresh_v = fresh_v[s].data();
-    seqs[s].kv.fresh_k_stride = seqs[s].kv.fresh_v_stride = kv_width;
-  }
   const int64_t n_rows = static_cast<int64_t>(positions.size());
   const int64_t q_stride = int64_t{c.n_head} * c.head_dim;
   // Queries scaled up so that the softmax is peaked, as in trained models.
@@ -324,11 +346,133 @@ const AttnCase kAttnCases[] = {
     {6, 2, 16, {63, 64, 65}, {2, 1, 130}, 64},  // block boundaries
     {2, 2, 20, {5}, {9}, 8},              // odd head_dim, MHA
     {16, 1, 16, {4200}, {5}, 512},        // long context: f16 tiles shrink to 3 rows
+    // Decode-shaped tiles: query heads grouped by 4 / 2 / 1 in the kernel's
+    // loops, depths off multiples of 16 and 64, blocks of 16 and 32 that
+    // split the kernel's 64-key blocks, partial last blocks.
+    {32, 8, 64, {1999}, {1}, 16},         // Llama-1B decode, paged by 16
+    {32, 8, 64, {127, 64, 0}, {2, 1, 3}, 32},  // one tile per row pair: groups of 4
+    {12, 4, 32, {77, 130}, {1, 3}, 32},   // ratio 3: groups of 2 and 1
+    {16, 4, 128, {200}, {2}, 16},         // wide heads: pairs
+    {8, 2, 96, {33, 1}, {17, 1}, 16},     // dims not a multiple of 64
+    {8, 2, 256, {70}, {2}, 32},           // head_dim 256: two passes over d
+    {4, 4, 8, {1000}, {1}, 16},           // head_dim below one vector
 };
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
                          ::testing::Combine(::testing::ValuesIn(kAttnCases),
                                             ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
+                                            ::testing::Values(KvType::kF32, KvType::kF16, KvType::kBf16,
+                                                              KvType::kFp8E4M3, KvType::kInt8)));
+
+// Every fp8 / int8 code (fp8 subnormals, the largest, both signs) through the
+// kernel's dequantizers on each ISA, in K and in V, all positions cached so
+// the whole-block paths run, against the reference's decoding. A NaN code in
+// V makes the outputs NaN.
+class AttentionCodesTest : public ::testing::TestWithParam<std::tuple<Isa, KvType>> {};
+
+TEST_P(AttentionCodesTest, EveryCodeMatchesReference) {
+  const auto& [isa, type] = GetParam();
+  if (static_cast<int>(isa) > static_cast<int>(DetectedIsa())) GTEST_SKIP() << "ISA not available";
+  const int head_dim = 64, block_size = 16, n_pos = 45;
+  const int n_blocks = (n_pos + block_size - 1) / block_size;
+  std::vector<std::vector<uint8_t>> k_codes(n_blocks), v_codes(n_blocks);
+  std::vector<std::vector<float>> k_scale(n_blocks), v_scale(n_blocks);
+  std::vector<const void*> k_blocks, v_blocks;
+  std::vector<const float*> k_scales, v_scales;
+  auto code = [type](int i, int mul) {
+    const int c = (i * mul) % 256;
+    return static_cast<uint8_t>(type == KvType::kFp8E4M3 && (c & 0x7f) == 0x7f ? c ^ 1 : c);
+  };
+  for (int b = 0; b < n_blocks; ++b) {
+    for (int i = 0; i < block_size * head_dim; ++i) {
+      k_codes[b].push_back(code(b * block_size * head_dim + i, 37));
+      v_codes[b].push_back(code(b * block_size * head_dim + i, 53));
+    }
+    k_scale[b] = {std::ldexp(1.0f, -6 - 2 * b)};
+    v_scale[b] = {std::ldexp(1.0f, -3 + b)};
+    k_blocks.push_back(k_codes[b].data());
+    v_blocks.push_back(v_codes[b].data());
+    k_scales.push_back(k_scale[b].data());
+    v_scales.push_back(v_scale[b].data());
+  }
+  AttentionSeq seq;
+  seq.kv.type = type;
+  seq.kv.k_blocks = k_blocks.data();
+  seq.kv.v_blocks = v_blocks.data();
+  seq.kv.k_scales = k_scales.data();
+  seq.kv.v_scales = v_scales.data();
+  seq.kv.block_size = block_size;
+  seq.kv.k_pos_stride = seq.kv.v_pos_stride = head_dim;
+  seq.kv.k_head_stride = seq.kv.v_head_stride = int64_t{block_size} * head_dim;
+  const std::vector<int32_t> rows = {0, 1}, positions = {n_pos - 1, 20};
+  seq.rows = rows.data();
+  seq.n_rows = 2;
+  const AttentionShape sh = AttnShape({4, 1, head_dim, {}, {}, block_size});
+  const int64_t q_stride = 4 * head_dim;
+  const auto q = RandomVector(2 * q_stride, 31, 0.5f);
+  std::vector<float> got(2 * q_stride), want(2 * q_stride);
+  const Isa saved = ActiveIsa();
+  SetIsaForTesting(isa);
+  ThreadPool pool(1);
+  Attention(sh, q.data(), q_stride, positions.data(), &seq, 1, got.data(), q_stride, pool);
+  AttentionReference(sh, q.data(), q_stride, positions.data(), &seq, 1, want.data(), q_stride);
+  EXPECT_LT(MaxRelError(got, want), 1e-5);
+  if (type == KvType::kFp8E4M3) {
+    v_codes[0][5 * head_dim + 3] = 0x7f;  // position 5, dim 3: NaN
+    Attention(sh, q.data(), q_stride, positions.data(), &seq, 1, got.data(), q_stride, pool);
+    for (int64_t r = 0; r < 2; ++r) EXPECT_TRUE(std::isnan(got[r * q_stride + 3])) << "row " << r;
+  }
+  SetIsaForTesting(saved);
+}
+
+INSTANTIATE_TEST_SUITE_P(IsasAndTypes, AttentionCodesTest,
+                         ::testing::Combine(::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
+                                            ::testing::Values(KvType::kFp8E4M3, KvType::kInt8)));
+
+// A sequence's outputs do not depend on what else is in the batch (how the
+// kernel tiles it): the same bits alone and next to other sequences, among
+// them a long one that shrinks the f16 tiles.
+class AttentionBatchTest : public ::testing::TestWithParam<std::tuple<Isa, KvType>> {};
+
+TEST_P(AttentionBatchTest, RowsIndependentOfBatch) {
+  const auto& [isa, type] = GetParam();
+  if (static_cast<int>(isa) > static_cast<int>(DetectedIsa())) GTEST_SKIP() << "ISA not available";
+  const Isa saved = ActiveIsa();
+  SetIsaForTesting(isa);
+  ThreadPool pool(2);
+  // Sequence 0 (decode at 300 and 70-row prefill at 100) alone, then first of a batch.
+  const AttnCase alone_cases[] = {{32, 8, 64, {300}, {1}, 16}, {32, 8, 64, {100}, {70}, 32}};
+  for (const AttnCase& alone : alone_cases) {
+    AttnCase mixed = alone;
+    mixed.prefix.insert(mixed.prefix.end(), {5000, 17, 0});
+    mixed.n_new.insert(mixed.n_new.end(), {1, 40, 3});
+    const AttentionShape sh = AttnShape(alone);
+    const int64_t q_stride = int64_t{sh.n_head} * sh.head_dim_k;
+    AttnBatch a, m;
+    MakeAttnBatch(alone, type, &a);
+    MakeAttnBatch(mixed, type, &m);
+    const int64_t n_a = static_cast<int64_t>(a.positions.size()), n_m = static_cast<int64_t>(m.positions.size());
+    const auto q_m = RandomVector(n_m * q_stride, 21, 3.0f);
+    // The alone batch gets sequence 0's query rows of the mixed batch.
+    std::vector<float> q_a(n_a * q_stride);
+    for (int64_t r = 0; r < n_a; ++r) {
+      std::copy_n(q_m.begin() + m.rows[0][r] * q_stride, q_stride, q_a.begin() + r * q_stride);
+    }
+    std::vector<float> out_a(n_a * q_stride), out_m(n_m * q_stride);
+    Attention(sh, q_a.data(), q_stride, a.positions.data(), a.seqs.data(), 1, out_a.data(), q_stride, pool);
+    Attention(sh, q_m.data(), q_stride, m.positions.data(), m.seqs.data(), static_cast<int>(m.seqs.size()),
+              out_m.data(), q_stride, pool);
+    for (int64_t r = 0; r < n_a; ++r) {
+      for (int64_t i = 0; i < q_stride; ++i) {
+        ASSERT_EQ(out_a[r * q_stride + i], out_m[m.rows[0][r] * q_stride + i]) << "row " << r << " element " << i;
+      }
+    }
+  }
+  SetIsaForTesting(saved);
+}
+
+INSTANTIATE_TEST_SUITE_P(IsasAndTypes, AttentionBatchTest,
+                         ::testing::Combine(::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
                                             ::testing::Values(KvType::kF32, KvType::kF16, KvType::kBf16,
                                                               KvType::kFp8E4M3, KvType::kInt8)));
 

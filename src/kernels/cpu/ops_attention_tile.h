@@ -1,6 +1,6 @@
 // One attention work item (internal to kernels/cpu). The body lives in
-// ops_attention_tile_impl.inc and is compiled three times: by
-// ops_attention.cc (baseline ISA), ops_attention_avx2.cc and
+// ops_attention_tile_impl.inc (with ops_attention_kv_rows.inc) and is compiled
+// three times: by ops_attention.cc (baseline ISA), ops_attention_avx2.cc and
 // ops_attention_avx512.cc (with those ISA flags; F16C converts f16 K/V there).
 // It uses only raw pointers (no std containers) and internal-linkage helpers
 // so that no inline code compiled with ISA flags can leak into baseline
@@ -10,10 +10,17 @@
 // query heads of that group are processed together so each K block is
 // transposed (and converted from f16 / dequantized) once. Positions at or
 // past the view's fresh_start are read from the step's f32 rows instead.
+// Keys are walked in blocks of kKeyBlock, the KV block table one block at a
+// time; a K block is dequantized in registers on its way into a transposed
+// [dk, kKeyBlock] copy (16x16 / 8x8 register transposes), so the scores of
+// a query are FMAs over d in order, 16 (8) keys per vector; up to four
+// queries share each load of K and V. Every (query, key) score, softmax and
+// output sum is formed the same way whatever the tile holds (batch
+// invariance); see ops_attention_tile_impl.inc.
 // f32, bf16, fp8 and int8 caches: keys are streamed in blocks of kKeyBlock
 // with an online (running max / running sum) softmax, so scratch does not
 // grow with context; bf16 / fp8 / int8 rows are dequantized (times their
-// block's scale) into f32 as each key block is loaded.
+// block's scale) as each key block is loaded.
 // f16 cache: the scores of the tile are kept ([queries, keys]) so that the
 // softmax is normalised before its weights are rounded to f16, as ggml does;
 // Attention() bounds that scratch by shrinking the tile for long contexts.
@@ -47,11 +54,12 @@ inline int64_t AttentionTileScratchFloats(const AttentionShape& sh, KvType type,
   const int64_t m = static_cast<int64_t>(n_rows) * (sh.n_head / sh.n_head_kv);
   const int64_t dk = sh.head_dim_k, dv = sh.head_dim_v;
   if (type != KvType::kF16) {
-    // Online softmax; dequantized V rows of a key block and one K row.
-    return m * dk + dk * kKeyBlock + kKeyBlock + m * dv + 2 * m + kKeyBlock * dv + dk;
+    // Online softmax (scores of up to four queries); dequantized K and V rows
+    // of a key block; a zero row.
+    return m * dk + dk * kKeyBlock + 4 * kKeyBlock + m * dv + 2 * m + kKeyBlock * (dk + dv) + dk;
   }
   const int64_t n_pad = (static_cast<int64_t>(n_keys) + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
-  return m * dk + dk * kKeyBlock + kKeyBlock * (dk > dv ? dk : dv) + m * dv + m * n_pad;
+  return m * dk + dk * kKeyBlock + kKeyBlock * (dk > dv ? dk : dv) + m * dv + m * n_pad + dk;
 }
 
 void AttentionTileBaseline(const AttentionTileArgs& a);
