@@ -98,7 +98,7 @@ const internal::Plan* SelectPackedPlan(const TensorView& w, int64_t n_tokens) {
   if (w.packed == nullptr || ActiveIsa() != Isa::kAvx512) return nullptr;
   const BatchPath path = ActiveBatchPath();
   if (path == BatchPath::kPanel || (path == BatchPath::kAuto && n_tokens >= kPackedMinTokens)) {
-    return internal::Avx512PackedPlan(w.type);
+    return internal::Avx512PackedPlan(w.type, n_tokens);
   }
   return nullptr;
 }

@@ -426,6 +426,10 @@ void PackPanel(DType, const uint8_t* w, int64_t ws, int64_t n_rows, int64_t n_in
 // bytes (ConvertS8); s starts at -8 * sum(q), so it ends at sum q * (nibble -
 // 8), the integer the panel computes: results are bitwise those of PackPanel.
 
+// From this many tokens a call unpacks the packed groups into the int8 panel
+// first (measured: docs/PERFORMANCE.md, "Pre-packed Q4_0 weights").
+constexpr int64_t kPackedPanelMinTokens = 64;
+
 int64_t PackedQ4_0GroupBytes(int64_t n_in) { return RoundUp(n_in / 32 * 288, 64); }
 
 void PackQ4_0Groups(const uint8_t* w, int64_t ws, int64_t n_rows, int64_t n_in, uint8_t* dst) {
@@ -448,6 +452,29 @@ void PackQ4_0Groups(const uint8_t* w, int64_t ws, int64_t n_rows, int64_t n_in, 
       for (int q = 0; q < 4; ++q) _mm512_store_si512(dst + 256 * b + 64 * q, v[q]);
       uint16_t* sc = reinterpret_cast<uint16_t*>(dst + 256 * nb + 32 * b);
       for (int r = 0; r < 16; ++r) std::memcpy(sc + r, blk + r * ws, 2);
+    }
+  }
+}
+
+// Pre-packed Q4_0 groups (rows [0, n_rows) at p, 16 * ps bytes per group) ->
+// the panel layout of PackPanel<kQ4_0>: levels nibble - 8 as s8, negw, f32
+// scales. No transposes and no gathers, so large batches (prefill) can run
+// the tighter PanelKernel loop for almost nothing; bitwise the same panel.
+void UnpackPackedQ4_0(DType, const uint8_t* p, int64_t ps, int64_t n_rows, int64_t n_in, void* dst) {
+  using L = PanelLayout<32, false>;
+  const int64_t nb = n_in / 32, gs = 16 * ps;
+  const __m512i m4 = _mm512_set1_epi8(0x0F), k8 = _mm512_set1_epi8(8);
+  uint8_t* o = static_cast<uint8_t*>(dst);
+  for (int64_t r0 = 0; r0 < n_rows; r0 += 16, p += gs) {
+    for (int64_t b = 0; b < nb; ++b, o += L::kBlockBytes) {
+      __m512i q[8];
+      for (int i = 0; i < 4; ++i) {
+        const __m512i v = _mm512_load_si512(p + 256 * b + 64 * i);
+        q[i] = _mm512_sub_epi8(_mm512_and_si512(v, m4), k8);
+        q[i + 4] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), k8);
+      }
+      const __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 256 * nb + 32 * b));
+      StoreBlock<32, false>(q, _mm512_maskz_cvtph_ps(0xffff, h), o);
     }
   }
 }
@@ -576,22 +603,23 @@ inline void RunTokens(int nt, const uint8_t* p, int64_t gs, int64_t rows_left, c
 constexpr int kTileGroups = 2;
 constexpr int kTileTokens = 4;
 
-// ps: bytes per row of the panel (a 16-row group is 16 * ps bytes).
-template <class K>
+// ps: bytes per row of the panel (a 16-row group is 16 * ps bytes). Register
+// tiles of kG groups x kT tokens.
+template <class K, int kG = kTileGroups, int kT = kTileTokens>
 void ComputeTiles(const uint8_t* p, int64_t ps, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
                   int64_t n_in, float* y, int64_t ldy) {
   const int64_t gs = 16 * ps;
   const int64_t n_groups = (n_rows + 15) / 16;
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kTileTokens) {
-    const int nt = static_cast<int>(std::min<int64_t>(kTileTokens, n_tok - t0));
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kT) {
+    const int nt = static_cast<int>(std::min<int64_t>(kT, n_tok - t0));
     const uint8_t* at = act + t0 * as;
     float* yt = y + t0 * ldy;
     int64_t g = 0;
-    for (; g + kTileGroups <= n_groups; g += kTileGroups) {
-      RunTokens<K, kTileGroups, kTileTokens>(nt, p + g * gs, gs, n_rows - 16 * g, at, as, n_in, yt + 16 * g, ldy);
+    for (; g + kG <= n_groups; g += kG) {
+      RunTokens<K, kG, kT>(nt, p + g * gs, gs, n_rows - 16 * g, at, as, n_in, yt + 16 * g, ldy);
     }
     for (; g < n_groups; ++g) {
-      RunTokens<K, 1, kTileTokens>(nt, p + g * gs, gs, n_rows - 16 * g, at, as, n_in, yt + 16 * g, ldy);
+      RunTokens<K, 1, kT>(nt, p + g * gs, gs, n_rows - 16 * g, at, as, n_in, yt + 16 * g, ldy);
     }
   }
 }
@@ -615,6 +643,10 @@ const Plan kQ4_K = MakePlan<DType::kQ4_K>();
 const Plan kQ5_K = MakePlan<DType::kQ5_K>();
 const Plan kQ6_K = MakePlan<DType::kQ6_K>();
 const Plan kPackedQ4_0 = {U8ActBytes, ConvertS8, nullptr, nullptr, ComputeTiles<PackedQ4_0Kernel>, kPanelChunk};
+// Large batches: unpack each chunk of the packed groups into the panel, then
+// the panel kernel (no unpacking in the inner loop).
+const Plan kPackedQ4_0Panel = {U8ActBytes, ConvertU8, PanelLayout<32, false>::RowBytes, UnpackPackedQ4_0,
+                               ComputeTiles<PanelKernel<32, false>>, kPanelChunk};
 
 }  // namespace
 
@@ -631,7 +663,10 @@ const Plan* Avx512Int8PanelPlan(DType type) {
   }
 }
 
-const Plan* Avx512PackedPlan(DType type) { return type == DType::kQ4_0 ? &kPackedQ4_0 : nullptr; }
+const Plan* Avx512PackedPlan(DType type, int64_t n_tokens) {
+  if (type != DType::kQ4_0) return nullptr;
+  return n_tokens >= kPackedPanelMinTokens ? &kPackedQ4_0Panel : &kPackedQ4_0;
+}
 
 int64_t Avx512PackedBytes(DType type, int64_t n_rows, int64_t n_in) {
   if (type != DType::kQ4_0 || n_in % 32 != 0) return 0;

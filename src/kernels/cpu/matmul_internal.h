@@ -54,6 +54,6 @@ const Plan* Avx512Int8PanelPlan(DType type);
 int64_t Avx512PackedBytes(DType type, int64_t n_rows, int64_t n_in);
 int64_t Avx512PackedRowStride(DType type, int64_t n_in);
 void Avx512PackRows(DType type, const uint8_t* w, int64_t w_stride, int64_t n_rows, int64_t n_in, uint8_t* dst);
-const Plan* Avx512PackedPlan(DType type);
+const Plan* Avx512PackedPlan(DType type, int64_t n_tokens);
 
 }  // namespace pagoda::kernels::internal

@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/ops_elementwise.h"
 #include "kernels/cpu/ops_math.h"
 
 namespace pagoda::kernels {
@@ -100,6 +102,7 @@ void Softmax(float* x, int64_t n) {
 }
 
 void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
+  if (ActiveIsa() == Isa::kAvx512) return internal::SiluMulAvx512(gate, up, n, out);
   for (int64_t i = 0; i < n; ++i) out[i] = SiluApprox(gate[i]) * up[i];
 }
 
