@@ -62,6 +62,7 @@ Result<TensorView> DecodeWeightStore::Add(const TensorView& src) {
   if (!buf->data) return ResourceExhausted("out of memory for the decode copy of '" + src.name + "'");
   PAGODA_RETURN_IF_ERROR(kernels::RequantizeTensor(src, type, buf->data.get(), pool_));
   view.data = buf->data.get();
+  view.packed = nullptr;  // a packed copy of src is not a copy of this
   PAGODA_RETURN_IF_ERROR(kernels::CheckMatMulWeight(view));
   buffers_.push_back(std::move(buf));
   ++info_.n_tensors;
