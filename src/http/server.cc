@@ -488,13 +488,17 @@ asio::awaitable<void> Session::RejectAndClose(const Response& r, unsigned versio
   if (!co_await WriteResponse(r, false, version)) co_return;
   // Lingering close: the client may still be sending the body we refused; read
   // and drop a bounded amount so that the close does not reset the connection
-  // before the client has read the error.
+  // before the client has read the error. Clients such as undici read the
+  // answer only after writing the whole body, so the bound covers a body of
+  // twice the limit (a refused 9 MiB body against an 8 MiB limit must not end
+  // in a reset); the timer bounds the time.
   beast::error_code ec;
   stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
   stream_.expires_after(std::chrono::seconds(1));
   char buf[16384];
   size_t total = 0;
-  while (total < (4u << 20)) {
+  const size_t limit = std::max<size_t>(size_t{4} << 20, 2 * static_cast<size_t>(server_->options_.max_body_bytes));
+  while (total < limit) {
     const size_t n = co_await stream_.async_read_some(asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
     if (ec) break;
     total += n;
