@@ -89,18 +89,14 @@ const internal::Plan* SelectPlan(DType type, int64_t n_tokens) {
   return p;
 }
 
-// Pre-packed weights (packed_weights.h) replace the per-call panel from this
-// many tokens; below it the GEMV plans read the checkpoint's rows.
-constexpr int64_t kPackedMinTokens = 1;
-
-// The plan reading w.packed, or null when this call cannot use it.
+// The plan reading w.packed (packed_weights.h; every token count, single
+// tokens included), or null when this call cannot use it: another ISA, or a
+// batch path forced to a kernel family that does not read packed weights.
 const internal::Plan* SelectPackedPlan(const TensorView& w, int64_t n_tokens) {
   if (w.packed == nullptr || ActiveIsa() != Isa::kAvx512) return nullptr;
   const BatchPath path = ActiveBatchPath();
-  if (path == BatchPath::kPanel || (path == BatchPath::kAuto && n_tokens >= kPackedMinTokens)) {
-    return internal::Avx512PackedPlan(w.type, n_tokens);
-  }
-  return nullptr;
+  if (path != BatchPath::kAuto && path != BatchPath::kPanel) return nullptr;
+  return internal::Avx512PackedPlan(w.type, n_tokens);
 }
 
 // Activation conversion is worth splitting across threads only for prefill.

@@ -333,6 +333,16 @@ inline __m512 GatherScales(const uint8_t* p, int64_t ws) {
   return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
 }
 
+// Four Q4_0 nibble vectors (dword q of 16 rows' qs) -> the eight s8 level
+// vectors of the panel: low nibbles (elements 4q..) then high (16+4q..), - 8.
+inline void SplitQ4_0Nibbles(const __m512i* v, __m512i* q) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F), k8 = _mm512_set1_epi8(8);
+  for (int i = 0; i < 4; ++i) {
+    q[i] = _mm512_sub_epi8(_mm512_and_si512(v[i], m4), k8);
+    q[i + 4] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v[i], 4), m4), k8);
+  }
+}
+
 // Q4_0 / Q8_0 groups of 16 full rows: transposed straight from the weight
 // rows (Q4_0 in the nibble domain: dword q of qs holds elements 4q..4q+3 in
 // its low and 16+4q.. in its high nibbles), no staging copy.
@@ -348,11 +358,7 @@ void PackDirect(const uint8_t* w, int64_t ws, int64_t n_in, uint8_t* o) {
     if constexpr (kQ4) {
       __m512i v[4];
       Transpose16<16>(reinterpret_cast<const int8_t*>(blk + 2), ws, v);
-      const __m512i m4 = _mm512_set1_epi8(0x0F), k8 = _mm512_set1_epi8(8);
-      for (int i = 0; i < 4; ++i) {
-        q[i] = _mm512_sub_epi8(_mm512_and_si512(v[i], m4), k8);
-        q[i + 4] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v[i], 4), m4), k8);
-      }
+      SplitQ4_0Nibbles(v, q);
     } else {
       Transpose16<32>(reinterpret_cast<const int8_t*>(blk + 2), ws, q);
     }
@@ -438,7 +444,7 @@ void PackQ4_0Groups(const uint8_t* w, int64_t ws, int64_t n_rows, int64_t n_in, 
   for (int64_t r0 = 0; r0 < n_rows; r0 += 16, dst += gbytes) {
     const int nr = static_cast<int>(std::min<int64_t>(16, n_rows - r0));
     const uint8_t* src = w + r0 * ws;
-    if (nr < 16 || ws * 15 > INT32_MAX) {  // a zero-padded copy of the group
+    if (nr < 16) {  // the last, partial group: a zero-padded copy
       if (!pad) pad.reset(new uint8_t[16 * ws]);
       std::memset(pad.get(), 0, 16 * ws);
       std::memcpy(pad.get(), src, nr * ws);
@@ -463,16 +469,12 @@ void PackQ4_0Groups(const uint8_t* w, int64_t ws, int64_t n_rows, int64_t n_in, 
 void UnpackPackedQ4_0(DType, const uint8_t* p, int64_t ps, int64_t n_rows, int64_t n_in, void* dst) {
   using L = PanelLayout<32, false>;
   const int64_t nb = n_in / 32, gs = 16 * ps;
-  const __m512i m4 = _mm512_set1_epi8(0x0F), k8 = _mm512_set1_epi8(8);
   uint8_t* o = static_cast<uint8_t*>(dst);
   for (int64_t r0 = 0; r0 < n_rows; r0 += 16, p += gs) {
     for (int64_t b = 0; b < nb; ++b, o += L::kBlockBytes) {
-      __m512i q[8];
-      for (int i = 0; i < 4; ++i) {
-        const __m512i v = _mm512_load_si512(p + 256 * b + 64 * i);
-        q[i] = _mm512_sub_epi8(_mm512_and_si512(v, m4), k8);
-        q[i + 4] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), k8);
-      }
+      __m512i v[4], q[8];
+      for (int i = 0; i < 4; ++i) v[i] = _mm512_load_si512(p + 256 * b + 64 * i);
+      SplitQ4_0Nibbles(v, q);
       const __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 256 * nb + 32 * b));
       StoreBlock<32, false>(q, _mm512_maskz_cvtph_ps(0xffff, h), o);
     }
