@@ -45,6 +45,7 @@ int CmdServe(int argc, char** argv) {
   CLI::App app("OpenAI-compatible HTTP server (chat/completions, completions, models, metrics)", "serve");
   std::string model_path, host = "127.0.0.1", api_key, kv_memory, model_name;
   int port = 8000, threads = DefaultThreadCount(), http_threads = 2, drain_seconds = 30;
+  double request_timeout_s = 0;
   int32_t n_ctx = 0;
   EngineOptions eo;
   bool no_prefix_cache = false;
@@ -75,12 +76,18 @@ int CmdServe(int argc, char** argv) {
       ->check(CLI::IsMember({"reuse", "retag", "swap"}))
       ->group("");
   app.add_option("--drain-timeout", drain_seconds, "seconds SIGTERM lets requests finish")->check(CLI::NonNegativeNumber);
+  app.add_option("--request-timeout", request_timeout_s,
+                 "seconds a generation request may take from arrival, queue included (0: no limit); past it: 504")
+      ->check(CLI::Range(0.0, 31'536'000.0));
   std::string decode_weights;
   AddDecodeWeightsOption(app, &decode_weights);
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
   const auto model_options = ModelOptionsFromFlags(decode_weights);
   if (!model_options.ok()) return Fail(model_options.status());
   if (threads <= 0 || threads > 1024) return Fail("--threads must be between 1 and 1024");
+  if (!(request_timeout_s >= 0 && request_timeout_s <= 31'536'000.0)) {  // also NaN
+    return Fail("--request-timeout must be a number of seconds in [0, 31536000]");
+  }
   if (!kv_memory.empty()) {
     auto bytes = ParseBytes(kv_memory);
     if (!bytes.ok()) return Fail(bytes.status());
@@ -118,6 +125,7 @@ int CmdServe(int argc, char** argv) {
   so.model_id = !model_name.empty() ? model_name : std::filesystem::path(loaded->file->path()).stem().string();
   so.io_threads = http_threads;
   so.drain_timeout = std::chrono::seconds(drain_seconds);
+  so.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(request_timeout_s * 1000.0));
   const std::string tmpl = ChatTemplateSource(loaded->file->metadata());
   auto srv = server::OpenAiServer::Create(model, *loaded->tokenizer, tmpl, eo, so);
   if (!srv.ok()) return Fail(srv.status());

@@ -19,6 +19,7 @@ enum class StatusCode {
   kUnimplemented,
   kFailedPrecondition,
   kResourceExhausted,
+  kDeadlineExceeded,  // a request ran past its deadline
   kDataLoss,   // corrupt or truncated input file
   kIoError,
   kInternal,
@@ -51,6 +52,7 @@ inline Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::
 inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
 inline Status FailedPrecondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
 inline Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
+inline Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }

@@ -208,7 +208,7 @@ void Engine::ReapCancelledAndExpired(EngineClock::time_point now) {
   std::vector<Sequence*> expired;
   for (const auto* list : {&scheduler_.running(), &scheduler_.waiting()}) {
     for (const auto& s : *list) {
-      if (s->group->channel->cancelled()) {
+      if (s->group->channel->cancelled(s->index)) {
         cancelled.push_back(s.get());
       } else if (s->request().deadline && now >= *s->request().deadline) {
         expired.push_back(s.get());
@@ -217,8 +217,8 @@ void Engine::ReapCancelledAndExpired(EngineClock::time_point now) {
   }
   for (Sequence* s : cancelled) FinishWithError(s, FinishReason::kCancelled, Status::Ok());
   for (Sequence* s : expired) {
-    FinishWithError(s, FinishReason::kError, ResourceExhausted("the request's deadline passed after " +
-                                                                std::to_string(s->n_generated()) + " tokens"));
+    FinishWithError(s, FinishReason::kError, DeadlineExceeded("the request's deadline passed after " +
+                                                               std::to_string(s->n_generated()) + " tokens"));
   }
 }
 

@@ -67,7 +67,7 @@ enum class FinishReason : uint8_t {
   kLength,     // max_tokens or the context size reached
   kEog,        // an end-of-generation token (the event's token is it)
   kCancelled,  // the consumer cancelled (client disconnect)
-  kError,      // see EngineEvent::error: deadline passed (ResourceExhausted), KV cache
+  kError,      // see EngineEvent::error: deadline passed (DeadlineExceeded), KV cache
                // too small (ResourceExhausted), engine stopped (FailedPrecondition),
                // model failure
 };

@@ -16,7 +16,20 @@ const char* FinishReasonName(FinishReason r) {
   return "?";
 }
 
-RequestChannel::RequestChannel(std::string id, int32_t n_sequences) : id_(std::move(id)), n_open_(n_sequences) {}
+RequestChannel::RequestChannel(std::string id, int32_t n_sequences)
+    : id_(std::move(id)),
+      n_open_(n_sequences),
+      n_sequences_(n_sequences),
+      seq_cancelled_(new std::atomic<bool>[static_cast<size_t>(n_sequences > 0 ? n_sequences : 0)]()) {}
+
+void RequestChannel::CancelSequence(int32_t index) {
+  if (index >= 0 && index < n_sequences_) seq_cancelled_[index].store(true, std::memory_order_relaxed);
+}
+
+bool RequestChannel::cancelled(int32_t index) const {
+  if (cancelled()) return true;
+  return index >= 0 && index < n_sequences_ && seq_cancelled_[index].load(std::memory_order_relaxed);
+}
 
 std::optional<EngineEvent> RequestChannel::Pop() {
   std::unique_lock lock(mu_);

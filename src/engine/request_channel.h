@@ -43,6 +43,11 @@ class RequestChannel {
   // a kCancelled event.
   void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
   bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+  // Stops one sequence only (its choice ended on a stop string while its
+  // siblings go on): released at the next step boundary, ending with a
+  // kCancelled event. Out-of-range indices are ignored.
+  void CancelSequence(int32_t index);
+  bool cancelled(int32_t index) const;
 
   // Engine thread.
   void Push(EngineEvent event);
@@ -55,6 +60,8 @@ class RequestChannel {
   int32_t n_open_;  // sequences without their final event
   std::function<void()> notify_;
   std::atomic<bool> cancelled_{false};
+  const int32_t n_sequences_;
+  std::unique_ptr<std::atomic<bool>[]> seq_cancelled_;  // [n_sequences_]
 };
 
 using RequestHandle = std::shared_ptr<RequestChannel>;

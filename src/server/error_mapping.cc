@@ -20,6 +20,11 @@ api::ApiError ApiErrorFromStatus(const Status& status) {
       e.type = "rate_limit_error";
       e.code = "server_overloaded";
       break;
+    case StatusCode::kDeadlineExceeded:
+      e.status = 504;
+      e.type = "server_error";
+      e.code = "request_timeout";
+      break;
     case StatusCode::kFailedPrecondition:
       e.status = 503;
       e.type = "server_error";

@@ -52,7 +52,9 @@ std::optional<api::ApiError> GenerationJob::Start(ServeContext& ctx, std::vector
                                                   JobSpec spec, std::unique_ptr<ResponseFormat> format,
                                                   std::shared_ptr<http::ResponseWriter> writer) {
   auto job = std::make_shared<GenerationJob>(ctx, std::move(spec), std::move(format), std::move(writer));
+  const auto arrival = std::chrono::steady_clock::now();
   for (auto& r : requests) {
+    if (ctx.request_timeout.count() > 0) r.deadline = arrival + ctx.request_timeout;
     job->prompt_tokens_.push_back(static_cast<int64_t>(r.prompt.size()));
     job->cached_tokens_.push_back(0);
     auto handle = ctx.engine->Submit(std::move(r));
@@ -205,10 +207,8 @@ void GenerationJob::EmitText(Choice& c, std::string_view decoded) {
   if (!Deliver(c, safe, c.stopper.stopped())) CancelAll();  // the client is gone
   if (c.stopper.stopped()) {
     EndChoice(c, api::FinishReason::kStop);
-    // Once every choice of this prompt has stopped, the engine may let go.
-    bool all_done = true;
-    for (auto& o : choices_) all_done = all_done && (o->prompt != c.prompt || o->done);
-    if (all_done) handles_[c.prompt]->Cancel();
+    // The engine lets go of this choice's sequence now; its siblings go on.
+    handles_[c.prompt]->CancelSequence(c.index - c.prompt * spec_.n);
   }
 }
 
@@ -225,7 +225,7 @@ void GenerationJob::Fail(const Status& error) {
   failed_ = true;
   CancelAll();
   api::ApiError e = ApiErrorFromStatus(error);
-  if (e.status == 429) e.status = 503;  // in flight: deadline or KV too small, not a queue
+  if (e.status == 429) e.status = 503;  // in flight: the KV cache is too small, not a queue
   if (IsGrammarDeadEnd(error)) {
     // The request's constraint admits no token of this vocabulary here.
     e.status = 400;

@@ -66,6 +66,7 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
   ctx.limits = options.limits;
   ctx.limits.max_n = std::min(ctx.limits.max_n, engine.max_n);
   ctx.max_waiting = engine.max_waiting;
+  ctx.request_timeout = options.request_timeout;
   ctx.pump = &st.pump;
 
   http::Router router;

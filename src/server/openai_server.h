@@ -27,6 +27,10 @@ struct ServeOptions {
   int io_threads = 2;
   // How long SIGTERM lets running requests and streams finish.
   std::chrono::milliseconds drain_timeout{30'000};
+  // Each generation request's deadline, from its arrival (0: none). Past it
+  // the engine drops the request: 504 request_timeout, or an error event in
+  // a stream that has begun.
+  std::chrono::milliseconds request_timeout{0};
   api::RequestLimits limits;
 };
 

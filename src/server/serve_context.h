@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,6 +39,8 @@ struct ServeContext {
   // The engine's waiting-queue bound (--max-waiting): a request that needs
   // more sequences than this could never be admitted, so it is a 400, not a 429.
   int32_t max_waiting = 0;
+  // --request-timeout: each generation request's deadline from its arrival (0: none).
+  std::chrono::milliseconds request_timeout{0};
   EventPump* pump = nullptr;
   std::atomic<bool> ready{false};  // the engine loop runs (health)
 };

@@ -5,7 +5,19 @@
 // requests answers the overflow 429 with Retry-After while the admitted ones
 // complete correctly. Usage: node pressure.test.mjs <pagoda binary> <model.gguf>
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { Server, assertErrorShape, generate, makeRunner, pool, setup } from './harness.mjs';
+
+// Runs `pagoda ARGS` to its exit (a refused start-up): { code, stderr }.
+function runPagoda(bin, args) {
+  return new Promise((resolve) => {
+    const p = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    p.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => p.kill('SIGKILL'), 20000);
+    p.on('exit', (code, signal) => { clearTimeout(timer); resolve({ code: code ?? signal, stderr }); });
+  });
+}
 
 const { bin, modelPath, OpenAI } = await setup();
 const kCtx = 256;  // the tiny pool must hold one full context (start-up check)
@@ -133,6 +145,60 @@ test('--max-waiting 1: a burst gets 429 + Retry-After for the overflow, the admi
     assert.equal(after.choices[0].text, refs[0].text);
   } finally {
     assert.equal(await server.stop(), 0);
+  }
+});
+
+test('--request-timeout: requests past their deadline get 504 request_timeout (a stream an error event)', async () => {
+  // One running sequence and a 50 ms deadline: the queued requests of a burst
+  // of long ones run out of time (queue time counts) whatever the speed.
+  const server = await Server.start(bin, modelPath, OpenAI,
+                                    ['--ctx-size', '512', '--max-running', '1', '--request-timeout', '0.05']);
+  try {
+    const burst = Array.from({ length: 8 }, (_, i) => ({ ...long[i], stream: i % 2 === 1 }));
+    const answers = await Promise.all(burst.map(async (p) => {
+      const r = await fetch(server.base + '/v1/completions', {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, signal: AbortSignal.timeout(30000),
+        body: JSON.stringify({ prompt: p.prompt, max_tokens: 480, temperature: 0, ignore_eos: true, stream: p.stream }),
+      });
+      return { status: r.status, text: await r.text(), stream: p.stream };
+    }));
+    let timedOut = 0;
+    for (const a of answers) {
+      if (!a.stream) {
+        if (a.status === 200) continue;
+        assert.equal(a.status, 504, a.text);
+        const body = JSON.parse(a.text);
+        assertErrorShape(assert, body, '504');
+        assert.equal(body.error.code, 'request_timeout');
+        ++timedOut;
+        continue;
+      }
+      // A stream has begun (200) before the deadline passes: the error is an event, then [DONE].
+      assert.equal(a.status, 200, a.text);
+      const events = a.text.split('\n\n').filter(e => e.startsWith('data: ')).map(e => e.slice(6));
+      assert.equal(events.at(-1), '[DONE]');
+      const err = events.slice(0, -1).map(e => JSON.parse(e)).find(e => e.error);
+      if (err) {
+        assert.equal(err.error.code, 'request_timeout');
+        ++timedOut;
+      }
+    }
+    console.log(`  ${timedOut} of ${answers.length} timed out`);
+    assert.ok(timedOut >= 4, `only ${timedOut} requests timed out`);
+    const m = await server.waitIdle();
+    assert.equal(m.kv_cache_usage_perc, 0);
+    assert.equal(m.num_requests_running, 0);
+    assert.equal((await fetch(server.base + '/health')).status, 200);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
+test('--request-timeout rejects bad values', async () => {
+  for (const v of ['-1', 'nan', 'soon']) {
+    const r = await runPagoda(bin, ['serve', '-m', modelPath, '--port', '0', '--request-timeout', v]);
+    assert.notEqual(r.code, 0, v);
+    assert.match(r.stderr, /request-timeout/, v);
   }
 });
 

@@ -30,6 +30,34 @@ TEST(EngineTest, CancellationFreesBlocksAtTheNextStep) {
   EXPECT_EQ(engine->stats().requests_cancelled_total, 1);
 }
 
+TEST(EngineTest, CancellingOneSequenceLeavesItsSiblingsRunning) {
+  FakeModel model;
+  auto engine = MakeEngine(model, FakeOptions());
+  EngineRequest r = Greedy(Ramp(10), 12);
+  r.n = 3;
+  auto h = engine->Submit(r);
+  ASSERT_TRUE(h.ok());
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(engine->Step());
+  (*h)->CancelSequence(1);
+  (*h)->CancelSequence(7);   // out of range: ignored
+  (*h)->CancelSequence(-1);  // likewise
+  engine->Step();
+  EXPECT_EQ(engine->stats().requests_running, 2);  // sequence 1 left, its slot and blocks released
+  RunUntilIdle(*engine);
+  std::vector<Outcome> out;
+  Drain(**h, out);
+  ASSERT_EQ(out.size(), 3u);
+  const std::vector<int32_t> want = FakeModel::Greedy(Ramp(10), 12);
+  for (int i : {0, 2}) {
+    EXPECT_EQ(out[i].final_event.finish, FinishReason::kLength) << i;
+    EXPECT_EQ(out[i].tokens, want) << i;
+  }
+  EXPECT_EQ(out[1].final_event.finish, FinishReason::kCancelled);
+  EXPECT_LT(out[1].tokens.size(), want.size());
+  EXPECT_EQ(engine->stats().requests_cancelled_total, 1);
+  EXPECT_EQ(engine->kv_cache().usage(), 0.0);
+}
+
 TEST(EngineTest, CancelledBeforeAdmissionNeverRuns) {
   FakeModel model;
   auto engine = MakeEngine(model, FakeOptions());
@@ -89,7 +117,7 @@ TEST(EngineTest, PassedDeadlineFinishesWithAnError) {
   Drain(**h, out);
   ASSERT_TRUE(out[0].finished);
   EXPECT_EQ(out[0].final_event.finish, FinishReason::kError);
-  EXPECT_FALSE(out[0].final_event.error.ok());
+  EXPECT_EQ(out[0].final_event.error.code(), StatusCode::kDeadlineExceeded);
   EXPECT_EQ(out[0].tokens.size(), 1u);
   EXPECT_EQ(engine->kv_cache().usage(), 0.0);
 }
