@@ -227,7 +227,9 @@ bool Engine::RunBatch() {
   for (;;) {
     if (!scheduler_.Schedule(plan_, allow_admit)) return false;
     if (StopCorruptSequences()) continue;  // plan again without them
-    const size_t n_logits = static_cast<size_t>(plan_.n_samples) * static_cast<size_t>(model_.n_vocab());
+    const size_t n_logits = static_cast<size_t>(plan_.n_logit_rows) * static_cast<size_t>(model_.n_vocab());
+    // Prompt log-probability rows can outnumber the sequences.
+    if (logits_.size() < n_logits) logits_.resize(n_logits);
     const Status st = model_.Forward(plan_.batch, *kv_, std::span<float>(logits_.data(), n_logits));
     if (st.ok()) break;
     if (st.code() != StatusCode::kResourceExhausted) {
@@ -260,11 +262,28 @@ bool Engine::RunBatch() {
   int64_t row = 0;
   for (const ScheduledChunk& c : chunks) {
     NoteAdmitted(*c.seq);
+    for (int32_t i = 0; i < c.n_prompt_rows; ++i, ++row) {
+      EmitPromptLogprob(*c.seq, c.begin + i + 1, logits_.data() + row * model_.n_vocab());
+    }
     if (!c.sample) continue;
     SampleAndEmit(*c.seq, logits_.data() + row * model_.n_vocab());
     ++row;
   }
   return true;
+}
+
+void Engine::EmitPromptLogprob(Sequence& s, int32_t position, const float* logits) {
+  if (position <= s.n_prompt_reported) return;  // reported before a preemption
+  s.n_prompt_reported = position;
+  const std::span<const float> raw(logits, static_cast<size_t>(model_.n_vocab()));
+  EngineEvent ev;
+  ev.index = s.index;
+  ev.prompt = true;
+  ev.prompt_position = position;
+  ev.token = s.tokens[position];
+  ev.logprob = TokenLogprobOf(raw, ev.token);
+  if (s.request().top_logprobs > 0) ev.top_logprobs = TopLogprobs(raw, s.request().top_logprobs);
+  s.group->channel->Push(std::move(ev));
 }
 
 void Engine::NoteAdmitted(Sequence& s) {

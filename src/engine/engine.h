@@ -118,6 +118,9 @@ class Engine {
   void MaybePlantTestingFault();
   void NoteAdmitted(Sequence& s);
   void SampleAndEmit(Sequence& s, const float* logits);
+  // EngineRequest::prompt_logprobs: the event of prompt token `position`
+  // from the logits of the position before it (once per position).
+  void EmitPromptLogprob(Sequence& s, int32_t position, const float* logits);
   // Grammar constraint steps of SampleAndEmit (engine_grammar.cc). Returns the
   // mask to sample under (nullptr: unconstrained), or an error when no token
   // may follow.

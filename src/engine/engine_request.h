@@ -51,6 +51,12 @@ struct EngineRequest {
   int32_t n = 1;
   bool logprobs = false;           // report the chosen token's log-probability
   int32_t top_logprobs = 0;        // and the N most likely tokens, N in [0, 20]
+  // Also the log-probability (and top_logprobs) of each prompt token after
+  // the first, given the tokens before it (completions echo + logprobs), as
+  // events with `prompt` set from sequence 0 before its first sampled token.
+  // That sequence computes its whole prompt (no prefix-cache adoption); its
+  // siblings adopt it as usual.
+  bool prompt_logprobs = false;
   std::string cache_salt;          // isolates prefix-cache entries (per tenant)
   std::optional<std::chrono::steady_clock::time_point> deadline;  // finish with an error past it
   // For scheduling policies (fair share, workload classes); FCFS only uses
@@ -89,6 +95,10 @@ struct EngineEvent {
   FinishReason finish = FinishReason::kNone;
   Status error;                   // finish == kError
   Usage usage;                    // set on the final event of the sequence
+  // EngineRequest::prompt_logprobs: `token` is the prompt token at position
+  // `prompt_position` (>= 1), not a generated one; never final.
+  bool prompt = false;
+  int32_t prompt_position = 0;
 
   bool is_final() const { return finish != FinishReason::kNone; }
   bool has_token() const { return token >= 0; }

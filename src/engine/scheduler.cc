@@ -25,12 +25,16 @@ void Scheduler::AddChunk(StepPlan& plan, Sequence* s, int32_t n, int32_t& budget
   // A decode token: the one new token of a sequence past its prompt (a
   // preempted sequence's recomputation is prefill again).
   const bool decode = n == 1 && sample && s->n_computed >= s->n_prompt;
+  // Prompt positions whose logits give the next prompt token's log-probability.
+  const int32_t prompt_rows =
+      s->reports_prompt() ? std::clamp(s->n_prompt - 1 - s->n_computed, 0, n - (sample ? 1 : 0)) : 0;
   for (int32_t i = 0; i < n; ++i) {
     const int32_t p = s->n_computed + i;
-    plan.batch.Add(s->tokens[p], p, s->slot, sample && i + 1 == n, decode);
+    plan.batch.Add(s->tokens[p], p, s->slot, i < prompt_rows || (sample && i + 1 == n), decode);
   }
-  plan.chunks.push_back(ScheduledChunk{s, s->n_computed, n, sample});
+  plan.chunks.push_back(ScheduledChunk{s, s->n_computed, n, sample, prompt_rows});
   plan.n_samples += sample;
+  plan.n_logit_rows += prompt_rows + (sample ? 1 : 0);
   budget -= n;
   blocks += kv_.BlocksToGrow(s->slot, s->n_computed + n);
 }
@@ -53,8 +57,9 @@ bool Scheduler::Schedule(StepPlan& plan, bool allow_admit) {
 }
 
 bool Scheduler::Blocked(const Sequence& s) const {
-  // Siblings wait for sequence 0 to fill the shared prompt's blocks.
-  return s.index > 0 && !s.group->prefix_ready && kv_.prefix_cache().enabled();
+  // Siblings wait for sequence 0 to fill the shared prompt's blocks (and to
+  // report its prompt's logprobs, which lead every choice's).
+  return s.index > 0 && !s.group->prefix_ready && (kv_.prefix_cache().enabled() || s.request().prompt_logprobs);
 }
 
 int32_t Scheduler::AdmissionBlocks(const Sequence& s, int32_t n) {
@@ -63,8 +68,9 @@ int32_t Scheduler::AdmissionBlocks(const Sequence& s, int32_t n) {
   const int32_t bs = kv_.block_size();
   const int32_t max_blocks = (static_cast<int32_t>(s.tokens.size()) - 1) / bs;
   // Lookup takes no reference and counts nothing; AdoptPrefix does both.
-  const int32_t hit =
-      kv_.prefix_cache().Lookup(s.tokens, s.request().cache_salt, max_blocks, &lookup_blocks_, &lookup_hashes_);
+  const int32_t hit = s.reports_prompt() ? 0
+                                         : kv_.prefix_cache().Lookup(s.tokens, s.request().cache_salt, max_blocks,
+                                                                     &lookup_blocks_, &lookup_hashes_);
   int32_t idle = 0;
   for (kv::BlockId b : lookup_blocks_) idle += kv_.pool().ref_count(b) == 0;
   const int32_t begin = hit * bs;
@@ -89,7 +95,7 @@ void Scheduler::Admit(StepPlan& plan, int32_t& budget, int32_t& blocks) {
     if (blocks + need > kv_.pool().n_available() && !(running_.empty() && plan.chunks.empty())) break;
     s.slot = free_slots_.back();
     free_slots_.pop_back();
-    const int32_t adopted = kv_.AdoptPrefix(s.slot, s.tokens, s.request().cache_salt);
+    const int32_t adopted = s.reports_prompt() ? 0 : kv_.AdoptPrefix(s.slot, s.tokens, s.request().cache_salt);
     s.n_computed = adopted;
     if (!s.admitted_once) s.n_cached = std::min(adopted, s.n_prompt);
     running_.push_back(std::move(waiting_[i]));

@@ -33,16 +33,23 @@ struct ScheduledChunk {
   int32_t begin = 0;
   int32_t n = 0;
   bool sample = false;
+  // Rows of logits before the sampled one: prompt positions begin ..
+  // begin + n_prompt_rows - 1, whose next prompt token's log-probability is
+  // reported (Sequence::reports_prompt).
+  int32_t n_prompt_rows = 0;
 };
 
 struct StepPlan {
   std::vector<ScheduledChunk> chunks;
   Batch batch;
-  int32_t n_samples = 0;  // chunks with sample: logits rows, in chunk order
+  int32_t n_samples = 0;  // chunks with sample
+  // Logits rows, in chunk order: each chunk's prompt rows, then its sample row.
+  int32_t n_logit_rows = 0;
   void Clear() {
     chunks.clear();
     batch.Clear();
     n_samples = 0;
+    n_logit_rows = 0;
   }
 };
 

@@ -42,6 +42,9 @@ struct Sequence {
   int32_t n_cached = 0;     // prompt tokens adopted at first admission (usage)
   int32_t slot = -1;        // KV sequence id while running, else -1
   bool admitted_once = false;
+  // EngineRequest::prompt_logprobs: prompt positions reported so far (their
+  // events are not sent again when a preempted sequence recomputes).
+  int32_t n_prompt_reported = 0;
   std::optional<Sampler> sampler;
   // EngineRequest::constraint: this sequence's grammar state; active once
   // delay_until has appeared (grammar_tail holds the last bytes seen so far).
@@ -55,6 +58,8 @@ struct Sequence {
   int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
   // Tokens the next steps must compute before the next sample (>= 1 while running).
   int32_t n_pending() const { return static_cast<int32_t>(tokens.size()) - n_computed; }
+  // Reports its prompt tokens' log-probabilities (computes them, adopts no prefix).
+  bool reports_prompt() const { return index == 0 && group->request.prompt_logprobs; }
 };
 
 }  // namespace pagoda

@@ -21,6 +21,7 @@ struct GenerationJob::Choice {
   int64_t completion_tokens = 0;
   bool done = false;                            // finished (stop string, EOG, length)
   bool final_seen = false;                      // the engine's final event arrived
+  bool echo_pending = false;                    // stream: the echoed prompt waits for its logprobs
   api::FinishReason finish = api::FinishReason::kStop;
   std::unique_ptr<chat::OutputParser> parser;   // chat: reasoning / tool calls
 };
@@ -94,7 +95,9 @@ void GenerationJob::Attach() {
       std::string begin = format_->StreamBegin(c->index);
       if (!begin.empty()) writer_->SendSse(begin);
       const std::string& prefix = spec_.prefixes.empty() ? std::string() : spec_.prefixes[c->prompt];
-      if (!prefix.empty()) {
+      if (!spec_.echo_first_tokens.empty()) {
+        c->echo_pending = true;  // sent with the prompt's logprobs (SendEcho)
+      } else if (!prefix.empty()) {
         writer_->SendSse(format_->StreamDelta(c->index, prefix, nullptr, 0));
         c->sent_bytes = static_cast<int64_t>(prefix.size());
       }
@@ -131,10 +134,47 @@ void GenerationJob::Drain() {
   if (!completed_ && finals_ == static_cast<int>(choices_.size())) Complete();
 }
 
+api::TokenLogprob GenerationJob::LogprobEntry(const EngineEvent& e) const {
+  api::TokenLogprob lp;
+  lp.bytes = std::string(ctx_.tokenizer->PieceView(e.token, true));
+  lp.logprob = e.logprob;
+  for (const auto& t : e.top_logprobs) lp.top.push_back({std::string(ctx_.tokenizer->PieceView(t.id, true)), t.logprob});
+  return lp;
+}
+
+std::vector<api::TokenLogprob> GenerationJob::EchoLogprobs(int prompt) const {
+  std::vector<api::TokenLogprob> out;
+  if (spec_.echo_first_tokens.empty()) return out;
+  api::TokenLogprob first;  // nothing precedes it: no logprob
+  first.bytes = std::string(ctx_.tokenizer->PieceView(spec_.echo_first_tokens[prompt], true));
+  out.push_back(std::move(first));
+  if (prompt < static_cast<int>(echo_logprobs_.size())) {
+    out.insert(out.end(), echo_logprobs_[prompt].begin(), echo_logprobs_[prompt].end());
+  }
+  return out;
+}
+
+bool GenerationJob::SendEcho(Choice& c) {
+  c.echo_pending = false;
+  const std::vector<api::TokenLogprob> lp = EchoLogprobs(c.prompt);
+  const std::string& prefix = spec_.prefixes[c.prompt];
+  c.sent_bytes = static_cast<int64_t>(prefix.size());
+  return writer_->SendSse(format_->StreamDelta(c.index, prefix, &lp, 0));
+}
+
 void GenerationJob::OnEvent(int prompt, EngineEvent& e) {
   const int ci = prompt * spec_.n + e.index;
   if (ci < 0 || ci >= static_cast<int>(choices_.size())) return;
+  if (e.prompt) {  // a prompt token's logprob: before any sampled token of the prompt's choices
+    if (echo_logprobs_.size() <= static_cast<size_t>(prompt)) echo_logprobs_.resize(prompt + 1);
+    echo_logprobs_[prompt].push_back(LogprobEntry(e));
+    return;
+  }
   Choice& c = *choices_[ci];
+  if (c.echo_pending && !failed_ && !c.done && e.finish != FinishReason::kError &&
+      e.finish != FinishReason::kCancelled && !SendEcho(c)) {
+    CancelAll();  // the client is gone
+  }
   if (e.is_final()) {
     c.final_seen = true;
     ++finals_;
@@ -154,15 +194,7 @@ void GenerationJob::OnEvent(int prompt, EngineEvent& e) {
     ++c.completion_tokens;
     const bool is_end_token = e.finish == FinishReason::kEog || e.finish == FinishReason::kStop;
     if (!is_end_token) {
-      if (spec_.logprobs) {
-        api::TokenLogprob lp;
-        lp.bytes = std::string(ctx_.tokenizer->PieceView(e.token, true));
-        lp.logprob = e.logprob;
-        for (const auto& t : e.top_logprobs) {
-          lp.top.push_back({std::string(ctx_.tokenizer->PieceView(t.id, true)), t.logprob});
-        }
-        c.logprobs.push_back(std::move(lp));
-      }
+      if (spec_.logprobs) c.logprobs.push_back(LogprobEntry(e));
       std::string piece = c.decoder.Push(e.token);
       for (const auto& [id, text] : spec_.marker_tokens) {
         if (id == e.token) piece += text;  // a control token the parser reads
@@ -265,7 +297,10 @@ void GenerationJob::Complete() {
     o.index = c->index;
     o.text = std::move(c->text);
     o.finish = c->finish;
-    if (spec_.logprobs) o.logprobs = std::move(c->logprobs);
+    if (spec_.logprobs) {
+      o.logprobs = EchoLogprobs(c->prompt);
+      o.logprobs->insert(o.logprobs->end(), c->logprobs.begin(), c->logprobs.end());
+    }
     o.text_offset_start = spec_.text_offset_starts.empty() ? 0 : spec_.text_offset_starts[c->prompt];
     if (c->parser) o.message = c->parser->message();
     out.push_back(std::move(o));

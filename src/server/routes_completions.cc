@@ -65,10 +65,6 @@ void HandleCompletion(ServeContext& ctx, const http::Request& request, std::shar
   const api::GenerationOptions& o = req->options;
   if (auto e = CheckModel(ctx, o.model)) return fail(*e);
   if (auto e = api::CheckLogitBias(o, ctx.tokenizer->vocab_size())) return fail(*e);
-  if (req->echo && req->logprobs) {
-    // Prompt-token logprobs would need a prefill that reports them.
-    return fail(api::UnsupportedValue("echo", "echo together with logprobs is not supported."));
-  }
   if (auto e = CheckQueueFits(ctx, static_cast<int64_t>(req->prompts.size()), o.n)) return fail(*e);
   chat::ConstraintRequest cr;
   cr.structured = o.structured;
@@ -104,6 +100,11 @@ void HandleCompletion(ServeContext& ctx, const http::Request& request, std::shar
     requests.push_back(MakeEngineRequest(o, std::move(ids), max_tokens.value(), req->logprobs.value_or(0), logprobs,
                                          id + "-" + std::to_string(i)));
     requests.back().constraint = constraint.value();
+    if (req->echo && logprobs) {
+      // The prompt's own token logprobs lead each choice's (vLLM's prompt_logprobs).
+      requests.back().prompt_logprobs = true;
+      spec.echo_first_tokens.push_back(requests.back().prompt.front());
+    }
     spec.prefixes.push_back(req->echo ? text : std::string());
     spec.text_offset_starts.push_back(req->echo ? 0 : static_cast<int64_t>(text.size()));
   }

@@ -152,6 +152,52 @@ test('logprobs and top_logprobs', async () => {
   assert.equal(c.choices[0].logprobs.tokens.length, 4);
 });
 
+test('echo with logprobs: the prompt tokens lead, each with the logprob the model gives it', async () => {
+  const tok = await (await fetch(`${base}/tokenize`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ prompt: 'Once upon a time there was a little girl', add_special_tokens: true }),
+  })).json();
+  const ids = tok.tokens;
+  assert.ok(ids.length >= 8);
+  const r = await client.completions.create({ model, prompt: ids, max_tokens: 3, temperature: 0, echo: true,
+                                              logprobs: 2, n: 2 });
+  for (const ch of r.choices) {
+    const lp = ch.logprobs;
+    assert.equal(lp.tokens.length, ids.length + 3);
+    assert.equal(lp.token_logprobs[0], null);
+    assert.equal(lp.top_logprobs[0], null);
+    assert.equal(lp.text_offset[0], 0);
+    for (let i = 1; i < lp.tokens.length; ++i) {
+      assert.ok(lp.token_logprobs[i] <= 0, `entry ${i}`);
+      assert.equal(Object.keys(lp.top_logprobs[i]).length, 2, `entry ${i}`);
+      assert.equal(lp.text_offset[i], lp.text_offset[i - 1] + Buffer.byteLength(lp.tokens[i - 1]), `entry ${i}`);
+    }
+    assert.deepEqual(lp.token_logprobs, r.choices[0].logprobs.token_logprobs);
+  }
+  // Each prompt token's logprob is the one the model gives it as the next
+  // token after the tokens before it (forced by logit_bias, which leaves
+  // logprobs alone).
+  const echo = r.choices[0].logprobs.token_logprobs;
+  for (let p = 1; p < ids.length; ++p) {
+    const ref = await client.completions.create({ model, prompt: ids.slice(0, p), max_tokens: 1, temperature: 0,
+                                                  logprobs: 1, logit_bias: { [ids[p]]: 100 } });
+    assert.ok(Math.abs(ref.choices[0].logprobs.token_logprobs[0] - echo[p]) < 1e-4,
+              `position ${p}: ${ref.choices[0].logprobs.token_logprobs[0]} vs ${echo[p]}`);
+  }
+  // Streamed: the echoed prompt comes first with the same logprobs.
+  const s = await client.completions.create({ model, prompt: ids, max_tokens: 3, temperature: 0, echo: true,
+                                              logprobs: 2, stream: true });
+  let streamed = [], text = '';
+  for await (const chunk of s) {
+    for (const c of chunk.choices) {
+      text += c.text;
+      if (c.logprobs) streamed = streamed.concat(c.logprobs.token_logprobs);
+    }
+  }
+  assert.deepEqual(streamed, echo);
+  assert.equal(text, r.choices[0].text);
+});
+
 test('a repeated long prefix is served from the prefix cache', async () => {
   const long = 'Once upon a time there was a little girl named Lily who loved to play in the park with her dog. '.repeat(4);
   await client.chat.completions.create({ model, messages: chatMsg(long), max_tokens: 2 });

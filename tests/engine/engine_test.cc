@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include <cmath>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -55,6 +56,64 @@ TEST(EngineTest, CancellingOneSequenceLeavesItsSiblingsRunning) {
   EXPECT_EQ(out[1].final_event.finish, FinishReason::kCancelled);
   EXPECT_LT(out[1].tokens.size(), want.size());
   EXPECT_EQ(engine->stats().requests_cancelled_total, 1);
+  EXPECT_EQ(engine->kv_cache().usage(), 0.0);
+}
+
+// log softmax of FakeModel's logits after `prefix`, at token t.
+double FakeLogprob(const std::vector<int32_t>& prefix, int32_t t) {
+  const int32_t next = FakeModel::Next(prefix);
+  std::vector<double> l(FakeModel::kVocab);
+  for (int64_t j = 0; j < FakeModel::kVocab; ++j) {
+    l[j] = j == next ? 4.0 : -static_cast<double>((j * 7 + static_cast<int64_t>(prefix.size())) % 13) * 0.25;
+  }
+  double m = l[0], sum = 0;
+  for (double v : l) m = std::max(m, v);
+  for (double v : l) sum += std::exp(v - m);
+  return l[t] - m - std::log(sum);
+}
+
+TEST(EngineTest, PromptLogprobsReportEveryPromptTokenOnceBeforeTheFirstSample) {
+  FakeModel model;
+  auto engine = MakeEngine(model, FakeOptions());  // 16-token steps: the prompt takes two chunks
+  const std::vector<int32_t> prompt = Ramp(22);
+  // The same prompt first: its blocks are cached, but the reporting sequence must not adopt them.
+  auto warm = engine->Submit(Greedy(prompt, 2));
+  RunUntilIdle(*engine);
+  EngineRequest r = Greedy(prompt, 5);
+  r.n = 2;
+  r.prompt_logprobs = true;
+  r.logprobs = true;
+  r.top_logprobs = 3;
+  auto h = engine->Submit(r);
+  ASSERT_TRUE(h.ok());
+  RunUntilIdle(*engine);
+  std::vector<int32_t> positions[2];
+  std::vector<int32_t> generated[2];
+  while (auto e = (*h)->TryPop()) {
+    ASSERT_TRUE(e->index == 0 || e->index == 1);
+    if (e->prompt) {
+      ASSERT_EQ(e->index, 0) << "only sequence 0 reports the prompt";
+      ASSERT_TRUE(generated[0].empty()) << "a prompt event after a sampled token";
+      ASSERT_FALSE(e->is_final());
+      const int32_t p = e->prompt_position;
+      positions[0].push_back(p);
+      ASSERT_GE(p, 1);
+      EXPECT_EQ(e->token, prompt[p]);
+      const std::vector<int32_t> prefix(prompt.begin(), prompt.begin() + p);
+      EXPECT_NEAR(e->logprob, FakeLogprob(prefix, prompt[p]), 1e-5) << p;
+      ASSERT_EQ(e->top_logprobs.size(), 3u);
+      EXPECT_EQ(e->top_logprobs[0].id, FakeModel::Next(prefix));
+      EXPECT_NEAR(e->top_logprobs[0].logprob, FakeLogprob(prefix, FakeModel::Next(prefix)), 1e-5);
+      continue;
+    }
+    if (e->has_token()) generated[e->index].push_back(e->token);
+    if (e->is_final() && e->index == 0) EXPECT_EQ(e->usage.tokens_cached, 0);
+  }
+  std::vector<int32_t> want_positions;
+  for (int32_t p = 1; p < static_cast<int32_t>(prompt.size()); ++p) want_positions.push_back(p);
+  EXPECT_EQ(positions[0], want_positions);
+  EXPECT_EQ(generated[0], FakeModel::Greedy(prompt, 5));
+  EXPECT_EQ(generated[1], FakeModel::Greedy(prompt, 5));
   EXPECT_EQ(engine->kv_cache().usage(), 0.0);
 }
 
