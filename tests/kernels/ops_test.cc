@@ -483,6 +483,53 @@ INSTANTIATE_TEST_SUITE_P(IsasAndTypes, AttentionBatchTest,
                                             ::testing::Values(KvType::kF32, KvType::kF16, KvType::kBf16,
                                                               KvType::kFp8E4M3, KvType::kInt8)));
 
+// A query row gives the same bits alone (a decode tile: the kernel's
+// pipelined path for f16 when all its keys are cached) as inside a tile of
+// several rows of its sequence (other query groups, masked key blocks).
+class AttentionTileRowsTest : public ::testing::TestWithParam<std::tuple<Isa, KvType>> {};
+
+TEST_P(AttentionTileRowsTest, RowAloneMatchesRowInTile) {
+  const auto& [isa, type] = GetParam();
+  if (static_cast<int>(isa) > static_cast<int>(DetectedIsa())) GTEST_SKIP() << "ISA not available";
+  const Isa saved = ActiveIsa();
+  SetIsaForTesting(isa);
+  ThreadPool pool(1);
+  const AttnCase cases[] = {
+      {32, 8, 64, {290}, {11}, 16},  // GQA 4: one group alone, 44 queries in the tile
+      {8, 8, 64, {100}, {4}, 32},    // MHA: four rows at different positions in one group
+      {8, 2, 96, {70}, {9}, 16},     // head_dim 96: three 32-element steps per key vector
+      {4, 1, 128, {200}, {3}, 64},   // MQA, wide heads
+      {8, 2, 32, {40}, {1}, 16},     // one partial key block
+  };
+  for (const AttnCase& c : cases) {
+    const AttentionShape sh = AttnShape(c);
+    const int64_t q_stride = int64_t{sh.n_head} * sh.head_dim_k;
+    AttnBatch b;
+    MakeAttnBatch(c, type, &b);
+    const int64_t n = static_cast<int64_t>(b.positions.size());
+    const auto q = RandomVector(n * q_stride, 23, 3.0f);
+    std::vector<float> all(n * q_stride), one(n * q_stride);
+    Attention(sh, q.data(), q_stride, b.positions.data(), b.seqs.data(), 1, all.data(), q_stride, pool);
+    for (int64_t r = 0; r < n; ++r) {
+      AttentionSeq seq = b.seqs[0];
+      seq.rows = b.rows[0].data() + r;
+      seq.n_rows = 1;
+      Attention(sh, q.data(), q_stride, b.positions.data(), &seq, 1, one.data(), q_stride, pool);
+      const int64_t row = b.rows[0][r];
+      for (int64_t i = 0; i < q_stride; ++i) {
+        ASSERT_EQ(one[row * q_stride + i], all[row * q_stride + i])
+            << "head_dim " << c.head_dim << " row " << r << " element " << i;
+      }
+    }
+  }
+  SetIsaForTesting(saved);
+}
+
+INSTANTIATE_TEST_SUITE_P(IsasAndTypes, AttentionTileRowsTest,
+                         ::testing::Combine(::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
+                                            ::testing::Values(KvType::kF32, KvType::kF16, KvType::kBf16,
+                                                              KvType::kFp8E4M3, KvType::kInt8)));
+
 // ---- KV element stores -------------------------------------------------------
 
 class StoreKvRowTest : public ::testing::TestWithParam<Isa> {};

@@ -24,6 +24,10 @@
 // f16 cache: the scores of the tile are kept ([queries, keys]) so that the
 // softmax is normalised before its weights are rounded to f16, as ggml does;
 // Attention() bounds that scratch by shrinking the tile for long contexts.
+// With AVX-512 a cached f16 K block is transposed as f16 words (half the
+// shuffles); a decode tile (at most four queries) converts it as the score
+// loop loads it and transposes the next block in steps between those FMAs,
+// larger tiles convert it to the f32 transpose first. Same bits either way.
 #pragma once
 
 #include <cstdint>
