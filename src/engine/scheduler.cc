@@ -7,6 +7,16 @@ namespace {
 
 int32_t CeilDiv(int32_t a, int32_t b) { return (a + b - 1) / b; }
 
+// Tokens of `s` the next chunk may take within `budget`: a sequence that
+// reports its prompt's logprobs takes at most kPromptLogprobRows prompt
+// positions a step, so a step's logits stay within (that + the sequences)
+// rows of the vocabulary.
+int32_t ChunkTokens(const Sequence& s, int32_t budget) {
+  int32_t n = std::min(s.n_pending(), budget);
+  if (s.reports_prompt() && s.n_computed < s.n_prompt - 1) n = std::min(n, kPromptLogprobRows);
+  return n;
+}
+
 }  // namespace
 
 Scheduler::Scheduler(PagedKvCache& kv, std::unique_ptr<SchedulerPolicy> policy, const SchedulerOptions& options)
@@ -49,7 +59,7 @@ bool Scheduler::Schedule(StepPlan& plan, bool allow_admit) {
   }
   // ...then prompts already being computed, in admission order...
   for (const auto& s : running_) {
-    if (budget > 0 && s->n_pending() > 1) AddChunk(plan, s.get(), std::min(s->n_pending(), budget), budget, blocks);
+    if (budget > 0 && s->n_pending() > 1) AddChunk(plan, s.get(), ChunkTokens(*s, budget), budget, blocks);
   }
   // ...then new sequences.
   if (allow_admit) Admit(plan, budget, blocks);
@@ -101,7 +111,7 @@ void Scheduler::Admit(StepPlan& plan, int32_t& budget, int32_t& blocks) {
     running_.push_back(std::move(waiting_[i]));
     waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
     Sequence* r = running_.back().get();
-    AddChunk(plan, r, std::min(r->n_pending(), budget), budget, blocks);
+    AddChunk(plan, r, ChunkTokens(*r, budget), budget, blocks);
   }
 }
 

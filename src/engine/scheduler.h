@@ -22,6 +22,10 @@
 
 namespace pagoda {
 
+// Prompt positions whose logprobs one sequence reports per step
+// (EngineRequest::prompt_logprobs): bounds the logits a step produces.
+inline constexpr int32_t kPromptLogprobRows = 64;
+
 struct SchedulerOptions {
   int32_t max_batch_tokens = 512;  // token budget of one step
 };

@@ -117,6 +117,33 @@ TEST(EngineTest, PromptLogprobsReportEveryPromptTokenOnceBeforeTheFirstSample) {
   EXPECT_EQ(engine->kv_cache().usage(), 0.0);
 }
 
+TEST(EngineTest, PromptLogprobRowsPerStepAreBounded) {
+  FakeModel model;
+  EngineOptions o = FakeOptions();
+  o.max_batch_tokens = 128;
+  auto engine = MakeEngine(model, o);
+  const std::vector<int32_t> prompt = Ramp(100);
+  EngineRequest r = Greedy(prompt, 2);
+  r.prompt_logprobs = true;
+  auto h = engine->Submit(r);
+  RunUntilIdle(*engine);
+  for (const Batch& b : model.batches) EXPECT_LE(b.n_outputs(), kPromptLogprobRows);
+  EXPECT_GE(model.batches.size(), 2u);  // the 100-token prompt took more than one step
+  int32_t next = 1;
+  std::vector<int32_t> generated;
+  while (auto e = (*h)->TryPop()) {
+    if (e->prompt) {
+      EXPECT_EQ(e->prompt_position, next++);
+      const std::vector<int32_t> prefix(prompt.begin(), prompt.begin() + e->prompt_position);
+      EXPECT_NEAR(e->logprob, FakeLogprob(prefix, prompt[e->prompt_position]), 1e-5);
+    } else if (e->has_token()) {
+      generated.push_back(e->token);
+    }
+  }
+  EXPECT_EQ(next, 100);
+  EXPECT_EQ(generated, FakeModel::Greedy(prompt, 2));
+}
+
 TEST(EngineTest, CancelledBeforeAdmissionNeverRuns) {
   FakeModel model;
   auto engine = MakeEngine(model, FakeOptions());
