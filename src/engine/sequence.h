@@ -58,8 +58,12 @@ struct Sequence {
   int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
   // Tokens the next steps must compute before the next sample (>= 1 while running).
   int32_t n_pending() const { return static_cast<int32_t>(tokens.size()) - n_computed; }
-  // Reports its prompt tokens' log-probabilities (computes them, adopts no prefix).
-  bool reports_prompt() const { return index == 0 && group->request.prompt_logprobs; }
+  // Still has prompt tokens' log-probabilities to report (computes their
+  // rows, adopts no prefix); a preempted sequence that reported them all
+  // recomputes like any other.
+  bool reports_prompt() const {
+    return index == 0 && group->request.prompt_logprobs && n_prompt_reported < n_prompt - 1;
+  }
 };
 
 }  // namespace pagoda

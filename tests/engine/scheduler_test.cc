@@ -107,6 +107,35 @@ TEST(SchedulerTest, PreemptsByRecomputeWhenThePoolRunsOut) {
   EXPECT_EQ(engine->kv_cache().usage(), 0.0);
 }
 
+TEST(SchedulerTest, PromptLogprobsAreReportedOnceAcrossPreemptions) {
+  FakeModel model;
+  EngineOptions o = FakeOptions();
+  o.kv_memory_bytes = 6 * PagedKvCache::BlockBytes(model.kv_cache_spec(), KvType::kF32, 4);  // 24 positions
+  auto engine = MakeEngine(model, o);
+  std::vector<RequestHandle> hs;
+  for (int i = 0; i < 3; ++i) {
+    EngineRequest r = Greedy(Ramp(6, 7 * i), 10);
+    r.prompt_logprobs = true;
+    hs.push_back(*engine->Submit(r));
+  }
+  RunUntilIdle(*engine);
+  EXPECT_GT(engine->stats().preemptions_total, 0);
+  for (int i = 0; i < 3; ++i) {
+    std::vector<int32_t> positions, tokens;
+    while (auto e = hs[i]->TryPop()) {
+      if (e->prompt) {
+        EXPECT_TRUE(tokens.empty()) << i;
+        positions.push_back(e->prompt_position);
+      } else if (e->has_token()) {
+        tokens.push_back(e->token);
+      }
+    }
+    EXPECT_EQ(positions, (std::vector<int32_t>{1, 2, 3, 4, 5})) << i;
+    EXPECT_EQ(tokens, FakeModel::Greedy(Ramp(6, 7 * i), 10)) << i;
+  }
+  EXPECT_EQ(engine->kv_cache().usage(), 0.0);
+}
+
 TEST(SchedulerTest, ResumesFromCachedPrefixBlocksAfterPreemption) {
   FakeModel model;
   EngineOptions o = FakeOptions();
