@@ -28,7 +28,9 @@ async function withFault(kind, fn) {
   }
   try {
     await fn(server);
-    const m = await server.metrics();
+    // The engine publishes its counters after the step that failed the
+    // sequence, which can be after the client has its answer: wait for idle.
+    const m = await server.waitIdle();
     assert.ok(m.kv_cache_integrity_failures_total >= 1, `${kind}: failures counted`);
     server.allowedAlarms = m.kv_cache_integrity_failures_total;
   } finally {
