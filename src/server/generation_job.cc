@@ -76,6 +76,7 @@ GenerationJob::GenerationJob(ServeContext& ctx, JobSpec spec, std::unique_ptr<Re
 void GenerationJob::Attach() {
   self_ = shared_from_this();
   const int n_prompts = static_cast<int>(handles_.size());
+  echo_logprobs_.resize(spec_.echo_first_tokens.empty() ? 0 : handles_.size());
   for (int p = 0; p < n_prompts; ++p) {
     for (int k = 0; k < spec_.n; ++k) {
       auto c = std::make_unique<Choice>(*ctx_.tokenizer, spec_.stop);
@@ -148,9 +149,7 @@ std::vector<api::TokenLogprob> GenerationJob::EchoLogprobs(int prompt) const {
   api::TokenLogprob first;  // nothing precedes it: no logprob
   first.bytes = std::string(ctx_.tokenizer->PieceView(spec_.echo_first_tokens[prompt], true));
   out.push_back(std::move(first));
-  if (prompt < static_cast<int>(echo_logprobs_.size())) {
-    out.insert(out.end(), echo_logprobs_[prompt].begin(), echo_logprobs_[prompt].end());
-  }
+  out.insert(out.end(), echo_logprobs_[prompt].begin(), echo_logprobs_[prompt].end());
   return out;
 }
 
@@ -166,8 +165,7 @@ void GenerationJob::OnEvent(int prompt, EngineEvent& e) {
   const int ci = prompt * spec_.n + e.index;
   if (ci < 0 || ci >= static_cast<int>(choices_.size())) return;
   if (e.prompt) {  // a prompt token's logprob: before any sampled token of the prompt's choices
-    if (echo_logprobs_.size() <= static_cast<size_t>(prompt)) echo_logprobs_.resize(prompt + 1);
-    echo_logprobs_[prompt].push_back(LogprobEntry(e));
+    if (!echo_logprobs_.empty()) echo_logprobs_[prompt].push_back(LogprobEntry(e));
     return;
   }
   Choice& c = *choices_[ci];
