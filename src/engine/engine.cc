@@ -255,8 +255,7 @@ bool Engine::RunBatch() {
     allow_admit = false;
   }
   scheduler_.Commit(plan_);
-  ++stats_.steps_total;
-  stats_.step_tokens_total += plan_.batch.size();
+  stats_.iteration_tokens.Observe(static_cast<double>(plan_.batch.size()));
   // Copy the pointers: finishing a sequence destroys it.
   std::vector<ScheduledChunk> chunks = plan_.chunks;
   int64_t row = 0;

@@ -12,7 +12,7 @@
 
 namespace pagoda {
 
-// Fixed upper bounds, in seconds; counts[i] counts observations <= bounds[i]
+// Fixed upper bounds (seconds, or tokens); counts[i] counts observations <= bounds[i]
 // and > bounds[i-1] (not cumulative), counts.back() those above every bound.
 struct Histogram {
   std::vector<double> bounds;
@@ -22,13 +22,14 @@ struct Histogram {
 
   Histogram() = default;
   explicit Histogram(std::span<const double> upper_bounds);
-  void Observe(double seconds);
+  void Observe(double value);
 };
 
 // Bucket bounds modelled on vLLM's for the same metrics.
 std::span<const double> TtftBuckets();
 std::span<const double> InterTokenBuckets();
 std::span<const double> RequestLatencyBuckets();  // e2e and queue time
+std::span<const double> IterationTokenBuckets();  // tokens per engine step
 
 struct EngineStats {
   // Gauges.
@@ -46,9 +47,10 @@ struct EngineStats {
   int64_t requests_failed_total = 0;    // finished with an error (deadline, ...)
   int64_t requests_rejected_total = 0;  // Submit refused: queue full
   int64_t preemptions_total = 0;
-  int64_t steps_total = 0;
-  int64_t step_tokens_total = 0;        // tokens of all batches (vLLM iteration_tokens)
   int64_t kv_integrity_failures_total = 0;  // sequences stopped by the KV page integrity check
+  // Tokens per engine step (vLLM's iteration_tokens_total histogram): its
+  // count is the number of steps, its sum every batched token.
+  Histogram iteration_tokens{IterationTokenBuckets()};
   // Histograms (seconds).
   Histogram time_to_first_token{TtftBuckets()};
   Histogram inter_token_latency{InterTokenBuckets()};

@@ -85,9 +85,9 @@ std::string RenderPrometheus(const EngineStats& s, std::string_view model_name) 
             static_cast<double>(s.requests_rejected_total));
   w.Counter("num_preemptions_total", "Sequences preempted for KV cache space.",
             static_cast<double>(s.preemptions_total));
-  w.Counter("iteration_tokens_total", "Tokens of all batches.", static_cast<double>(s.step_tokens_total));
   w.Counter("kv_cache_integrity_failures_total", "Sequences stopped because their KV cache pages changed under them.",
             static_cast<double>(s.kv_integrity_failures_total));
+  w.Hist("iteration_tokens_total", "Tokens per engine step.", s.iteration_tokens);
   w.Hist("time_to_first_token_seconds", "Time to first token in seconds.", s.time_to_first_token);
   w.Hist("inter_token_latency_seconds", "Time between output tokens in seconds.", s.inter_token_latency);
   w.Hist("e2e_request_latency_seconds", "End-to-end request latency in seconds.", s.e2e_request_latency);
