@@ -45,7 +45,7 @@ echo "$(date -u '+%F %T') UTC; $(nproc) cores; load $(cut -d' ' -f1-3 /proc/load
 start_server
 (while sleep 5; do cut -d' ' -f1 /proc/loadavg; done) >"$out/load.txt" &
 load_pid=$!
-trap 'kill $load_pid 2>/dev/null; stop_server' EXIT
+trap 'kill $load_pid 2>/dev/null || true; stop_server' EXIT
 perf_pid=
 if [ "${PERF:-0}" = 1 ]; then
   # The whole levels pass is recorded: run it with LEVELS=64 REPS=1 for the
