@@ -7,7 +7,7 @@
 // Usage: node soak.test.mjs <pagoda binary> <model.gguf>
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { Server, assertErrorShape, makeRunner, setup, sleep } from './harness.mjs';
+import { Server, assertErrorShape, makeRunner, setup } from './harness.mjs';
 
 const { bin, modelPath, OpenAI } = await setup();
 const kCtx = 512;
@@ -186,8 +186,7 @@ test('afterwards: nothing running or waiting, no KV blocks held', async () => {
 test('afterwards: health, and the same greedy outputs as before', async () => {
   assert.equal((await fetch(server.base + '/health')).status, 200);
   assert.deepEqual(await greedyTexts(), before);
-  await sleep(50);
-  assert.equal((await server.metrics()).kv_cache_usage_perc, 0);
+  assert.equal((await server.waitIdle()).kv_cache_usage_perc, 0);
 });
 
 await run({
