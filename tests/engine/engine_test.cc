@@ -194,10 +194,11 @@ TEST(EngineTest, PassedDeadlineFinishesWithAnError) {
   FakeModel model;
   auto engine = MakeEngine(model, FakeOptions());
   EngineRequest r = Greedy(Ramp(6), 100);
-  r.deadline = EngineClock::now() + std::chrono::milliseconds(30);
+  // Far enough ahead that a loaded machine still runs the first step in time.
+  r.deadline = EngineClock::now() + std::chrono::milliseconds(250);
   auto h = engine->Submit(r);
   ASSERT_TRUE(engine->Step());
-  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  std::this_thread::sleep_until(*r.deadline + std::chrono::milliseconds(5));
   engine->Step();
   std::vector<Outcome> out;
   Drain(**h, out);

@@ -168,7 +168,8 @@ TEST_F(OpenAiServerTest, TokenizeRoundTrips) {
 }
 
 TEST_F(OpenAiServerTest, DisconnectMidStreamCancelsAndFreesKv) {
-  json body = {{"prompt", "Once"}, {"max_tokens", 200}, {"stream", true}, {"temperature", 1}};
+  // ignore_eos: a sampled end of text must not finish the request before the disconnect.
+  json body = {{"prompt", "Once"}, {"max_tokens", 200}, {"stream", true}, {"temperature", 1}, {"ignore_eos", true}};
   int events = 0;
   auto r = client_->SendSse("POST", "/v1/completions", body.dump(), [&](std::string_view) { return ++events < 3; });
   ASSERT_TRUE(r.ok());
