@@ -1,58 +1,13 @@
 // End-to-end: the real `pagoda serve` on stories260K, driven by the official
 // openai npm client (v6). Usage: node serve_openai.test.mjs <pagoda binary> <model.gguf>
 // Exits 0 with "skipped" when node_modules or the model is absent.
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
+import { Server, makeRunner, setup } from './harness.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const [bin, modelPath] = process.argv.slice(2);
-if (!existsSync(join(here, 'node_modules', 'openai'))) {
-  console.log('skipped: tests/e2e/node_modules is absent (run npm ci in tests/e2e)');
-  process.exit(0);
-}
-if (!modelPath || !existsSync(modelPath)) {
-  console.log(`skipped: test model ${modelPath} is absent`);
-  process.exit(0);
-}
-const { default: OpenAI } = await import('openai');
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-    s.on('error', reject);
-  });
-}
-
-const port = await freePort();
-const base = `http://127.0.0.1:${port}`;
-const proc = spawn(bin, ['serve', '-m', modelPath, '--port', String(port), '-t', '1', '--ctx-size', '512'],
-                   { stdio: ['ignore', 'inherit', 'inherit'] });
-let exited = false;
-proc.on('exit', () => { exited = true; });
-
-async function waitHealthy() {
-  for (let i = 0; i < 300; ++i) {
-    if (exited) throw new Error('pagoda serve exited early');
-    try { if ((await fetch(`${base}/health`)).status === 200) return; } catch {}
-    await new Promise(r => setTimeout(r, 100));
-  }
-  throw new Error('no /health 200 within 30 s');
-}
-
-async function metric(name) {
-  const text = await (await fetch(`${base}/metrics`)).text();
-  const line = text.split('\n').find(l => l.startsWith(`pagoda:${name}{`));
-  return line === undefined ? undefined : Number(line.split(' ').pop());
-}
-
-const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
-const tests = [];
-const test = (name, fn) => tests.push({ name, fn });
+const { bin, modelPath, OpenAI } = await setup();
+let server, client, base;
+const metric = async (name) => (await server.metrics())[name];
+const { test, run } = makeRunner();
 const chatMsg = (content) => [{ role: 'user', content }];
 let model;
 
@@ -218,23 +173,32 @@ test('16 concurrent streams all complete', async () => {
 });
 
 test('cancelling mid-stream frees the KV cache', async () => {
-  const ac = new AbortController();
-  // ignore_eos: a sampled end of text must not finish the request before the abort.
-  const s = await client.completions.create({ model, prompt: 'Once', max_tokens: 400, stream: true, ignore_eos: true },
-                                            { signal: ac.signal });
-  let n = 0;
-  try {
-    for await (const _ of s) if (++n === 3) ac.abort();
-  } catch (e) {
-    if (!(e.name === 'AbortError' || e.constructor.name === 'APIUserAbortError')) throw e;
+  // stories260K generates 400 tokens in tens of ms: on a loaded machine the
+  // engine can finish before the abort reaches it. Such an attempt proves
+  // nothing and is repeated; one that is cancelled must free its KV blocks.
+  let cancelled = 0;
+  for (let attempt = 0; attempt < 5 && cancelled === 0; ++attempt) {
+    const successBefore = await metric('request_success_total');
+    const ac = new AbortController();
+    // ignore_eos: a sampled end of text must not finish the request before the abort.
+    const s = await client.completions.create({ model, prompt: 'Once', max_tokens: 400, stream: true, ignore_eos: true },
+                                              { signal: ac.signal });
+    let n = 0;
+    try {
+      for await (const _ of s) if (++n === 3) ac.abort();
+    } catch (e) {
+      if (!(e.name === 'AbortError' || e.constructor.name === 'APIUserAbortError')) throw e;
+    }
+    let usage = 1, settled = false;
+    for (let i = 0; i < 100 && !settled; ++i) {
+      await new Promise(r => setTimeout(r, 50));
+      usage = await metric('kv_cache_usage_perc');
+      cancelled = await metric('request_cancelled_total');
+      settled = usage === 0 && (cancelled >= 1 || (await metric('request_success_total')) > successBefore);
+    }
+    assert.ok(settled, `attempt ${attempt}: the request neither finished nor freed its KV (usage ${usage})`);
   }
-  let usage = 1;
-  for (let i = 0; i < 100 && usage !== 0; ++i) {
-    await new Promise(r => setTimeout(r, 50));
-    usage = await metric('kv_cache_usage_perc');
-  }
-  assert.equal(usage, 0);
-  assert.ok((await metric('request_cancelled_total')) >= 1);
+  assert.ok(cancelled >= 1, 'every attempt finished before the abort reached the engine');
 });
 
 test('bad inputs give OpenAI error objects with 4xx', async () => {
@@ -271,25 +235,10 @@ test('metrics expose vLLM-style names with cumulative histograms', async () => {
   assert.ok((await metric('prefix_cache_hits_total')) > 0);
 });
 
-let failed = 0;
-try {
-  await waitHealthy();
-  for (const t of tests) {
-    const t0 = Date.now();
-    try {
-      await t.fn();
-      console.log(`ok   ${t.name} (${Date.now() - t0} ms)`);
-    } catch (e) {
-      ++failed;
-      console.log(`FAIL ${t.name}: ${e.stack ?? e}`);
-    }
-  }
-} catch (e) {
-  ++failed;
-  console.log(`FAIL setup: ${e.stack ?? e}`);
-} finally {
-  proc.kill('SIGTERM');
-  await new Promise(r => { if (exited) r(); else proc.on('exit', r); setTimeout(r, 10000); });
-}
-console.log(failed ? `${failed} of ${tests.length} failed` : `all ${tests.length} passed`);
-process.exit(failed ? 1 : 0);
+await run({
+  before: async () => {
+    server = await Server.start(bin, modelPath, OpenAI, ['--ctx-size', '512']);
+    ({ client, base } = server);
+  },
+  after: async () => { if (server) assert.equal(await server.stop(), 0); },
+});

@@ -170,19 +170,33 @@ TEST_F(OpenAiServerTest, TokenizeRoundTrips) {
 TEST_F(OpenAiServerTest, DisconnectMidStreamCancelsAndFreesKv) {
   // ignore_eos: a sampled end of text must not finish the request before the disconnect.
   json body = {{"prompt", "Once"}, {"max_tokens", 200}, {"stream", true}, {"temperature", 1}, {"ignore_eos", true}};
-  int events = 0;
-  auto r = client_->SendSse("POST", "/v1/completions", body.dump(), [&](std::string_view) { return ++events < 3; });
-  ASSERT_TRUE(r.ok());
   http::Client probe("127.0.0.1", server_->port());
-  bool freed = false;
-  for (int i = 0; i < 200 && !freed; ++i) {
-    auto m = probe.Send("GET", "/metrics");
-    ASSERT_TRUE(m.ok());
-    freed = m->body.find("pagoda:request_cancelled_total{model_name=\"stories260K\"} 1") != std::string::npos &&
-            m->body.find("pagoda:kv_cache_usage_perc{model_name=\"stories260K\"} 0\n") != std::string::npos;
-    if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto counter = [&](const std::string& body, const std::string& name) -> int64_t {
+    const std::string key = "pagoda:" + name + "{model_name=\"stories260K\"} ";
+    const size_t at = body.find(key);
+    return at == std::string::npos ? -1 : std::stoll(body.substr(at + key.size()));
+  };
+  // stories260K generates 200 tokens in tens of ms: on a loaded machine the
+  // engine can finish before the disconnect reaches it. Such an attempt
+  // proves nothing and is repeated; one that is cancelled must free its KV.
+  bool cancelled = false;
+  for (int attempt = 0; attempt < 5 && !cancelled; ++attempt) {
+    int events = 0;
+    auto r = client_->SendSse("POST", "/v1/completions", body.dump(), [&](std::string_view) { return ++events < 3; });
+    ASSERT_TRUE(r.ok());
+    bool settled = false;
+    for (int i = 0; i < 200 && !settled; ++i) {
+      auto m = probe.Send("GET", "/metrics");
+      ASSERT_TRUE(m.ok());
+      const int64_t done = counter(m->body, "request_cancelled_total") + counter(m->body, "request_success_total");
+      cancelled = counter(m->body, "request_cancelled_total") >= 1;
+      settled = done == attempt + 1 &&
+                m->body.find("pagoda:kv_cache_usage_perc{model_name=\"stories260K\"} 0\n") != std::string::npos;
+      if (!settled) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(settled) << "attempt " << attempt << ": the request neither finished nor freed its KV";
   }
-  EXPECT_TRUE(freed);
+  EXPECT_TRUE(cancelled) << "every attempt finished before the disconnect reached the engine";
 }
 
 class OpenAiServerAuthTest : public OpenAiServerTest {
