@@ -125,7 +125,7 @@ export function generate(bin, modelPath, prompt, nPredict, ctxSize) {
     p.stdout.on('data', d => out.push(d));
     p.stderr.on('data', d => err.push(d));
     p.on('error', reject);
-    p.on('exit', (code) => {
+    p.on('close', (code) => {  // 'close': after stdout and stderr are drained ('exit' can come first)
       const stderr = Buffer.concat(err).toString();
       if (code !== 0) return reject(new Error(`pagoda generate exited ${code}: ${stderr}`));
       const m = /prompt (\d+) tokens.*generated (\d+) tokens.*stop: (\w+)/.exec(stderr);

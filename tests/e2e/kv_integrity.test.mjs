@@ -45,7 +45,7 @@ test('--testing-kv-fault is refused without PAGODA_TESTING=1', async () => {
                   { stdio: ['ignore', 'ignore', 'pipe'], env });
   let err = '';
   p.stderr.on('data', d => { err += d; });
-  const code = await new Promise(r => p.on('exit', r));
+  const code = await new Promise(r => p.on('close', r));
   assert.equal(code, 1);
   assert.match(err, /PAGODA_TESTING=1/);
 });

@@ -15,7 +15,7 @@ function runPagoda(bin, args) {
     let stderr = '';
     p.stderr.on('data', (d) => { stderr += d; });
     const timer = setTimeout(() => p.kill('SIGKILL'), 20000);
-    p.on('exit', (code, signal) => { clearTimeout(timer); resolve({ code: code ?? signal, stderr }); });
+    p.on('close', (code, signal) => { clearTimeout(timer); resolve({ code: code ?? signal, stderr }); });
   });
 }
 
