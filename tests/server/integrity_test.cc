@@ -12,6 +12,7 @@
 #include "gguf/gguf_file.h"
 #include "http/client.h"
 #include "server/openai_server.h"
+#include "support/metrics_text.h"
 #include "support/test_paths.h"
 #include "tokenizer/chat_template.h"
 
@@ -54,16 +55,14 @@ class IntegrityServerTest : public ::testing::TestWithParam<KvFault> {
   // The failure counter, once it is non-zero (the engine publishes its
   // stats after the step that ended the request); 0 if it stays so.
   int64_t Failures() {
-    const std::string key = "pagoda:kv_cache_integrity_failures_total{model_name=\"stories260K\"} ";
     for (int i = 0; i < 200; ++i) {
       auto m = client_->Send("GET", "/metrics");
       EXPECT_TRUE(m.ok());
       if (!m.ok()) return 0;
-      const size_t at = m->body.find(key);
-      EXPECT_NE(at, std::string::npos);
-      if (at == std::string::npos) return 0;
-      const int64_t n = std::stoll(m->body.substr(at + key.size()));
-      if (n != 0) return n;
+      const auto n = testing::MetricValue(m->body, "kv_cache_integrity_failures_total");
+      EXPECT_TRUE(n.has_value());
+      if (!n) return 0;
+      if (*n != 0) return static_cast<int64_t>(*n);
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return 0;

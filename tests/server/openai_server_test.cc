@@ -11,6 +11,7 @@
 #include "base/thread_pool.h"
 #include "gguf/gguf_file.h"
 #include "http/client.h"
+#include "support/metrics_text.h"
 #include "support/test_paths.h"
 #include "tokenizer/chat_template.h"
 
@@ -171,11 +172,6 @@ TEST_F(OpenAiServerTest, DisconnectMidStreamCancelsAndFreesKv) {
   // ignore_eos: a sampled end of text must not finish the request before the disconnect.
   json body = {{"prompt", "Once"}, {"max_tokens", 200}, {"stream", true}, {"temperature", 1}, {"ignore_eos", true}};
   http::Client probe("127.0.0.1", server_->port());
-  auto counter = [&](const std::string& body, const std::string& name) -> int64_t {
-    const std::string key = "pagoda:" + name + "{model_name=\"stories260K\"} ";
-    const size_t at = body.find(key);
-    return at == std::string::npos ? -1 : std::stoll(body.substr(at + key.size()));
-  };
   // stories260K generates 200 tokens in tens of ms: on a loaded machine the
   // engine can finish before the disconnect reaches it. Such an attempt
   // proves nothing and is repeated; one that is cancelled must free its KV.
@@ -188,10 +184,11 @@ TEST_F(OpenAiServerTest, DisconnectMidStreamCancelsAndFreesKv) {
     for (int i = 0; i < 200 && !settled; ++i) {
       auto m = probe.Send("GET", "/metrics");
       ASSERT_TRUE(m.ok());
-      const int64_t done = counter(m->body, "request_cancelled_total") + counter(m->body, "request_success_total");
-      cancelled = counter(m->body, "request_cancelled_total") >= 1;
-      settled = done == attempt + 1 &&
-                m->body.find("pagoda:kv_cache_usage_perc{model_name=\"stories260K\"} 0\n") != std::string::npos;
+      const double n_cancelled = testing::MetricValue(m->body, "request_cancelled_total").value_or(-1);
+      const double n_finished = testing::MetricValue(m->body, "request_success_total").value_or(-1);
+      cancelled = n_cancelled >= 1;
+      settled = n_cancelled + n_finished == attempt + 1 &&
+                testing::MetricValue(m->body, "kv_cache_usage_perc") == 0.0;
       if (!settled) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     ASSERT_TRUE(settled) << "attempt " << attempt << ": the request neither finished nor freed its KV";
