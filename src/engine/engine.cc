@@ -44,7 +44,8 @@ Engine::Engine(Model& model, const EngineOptions& options, std::unique_ptr<Paged
     : model_(model),
       options_(options),
       kv_(std::move(kv)),
-      scheduler_(*kv_, std::move(policy), SchedulerOptions{options.max_batch_tokens}) {
+      scheduler_(*kv_, std::move(policy),
+                 SchedulerOptions{options.max_batch_tokens, model.decode_weights_info().type.has_value()}) {
   logits_.resize(static_cast<size_t>(options_.max_running) * static_cast<size_t>(model_.n_vocab()));
   work_.resize(static_cast<size_t>(model_.n_vocab()));
   // Known before the first step: /metrics reports it from the start.

@@ -5,10 +5,10 @@
 //
 // Per-phase evaluation: each window's first half (the context) is one prefill
 // step; its second half is fed one token per step, marked as decode, and those
-// tokens are scored. So every scored prediction reads the cache of all earlier
-// positions as stored (quantized, for fp8 / int8 / bf16 KV) and runs through
-// the decode weights, as generation would; a pure prefill window would attend
-// over its own fresh f32 K/V and hide the cache type (docs/KV_CACHE.md).
+// tokens are scored. So every scored prediction reads the cache of all
+// positions as stored (quantized, for fp8 / int8 / bf16 KV; as every step of
+// the server does, docs/KV_CACHE.md) and runs through the decode weights, as
+// generation would.
 // Runs on the calling thread (the model's pool does the kernels).
 #pragma once
 

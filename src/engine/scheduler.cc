@@ -32,15 +32,15 @@ void Scheduler::AddWaiting(std::unique_ptr<Sequence> seq) {
 
 void Scheduler::AddChunk(StepPlan& plan, Sequence* s, int32_t n, int32_t& budget, int32_t& blocks) const {
   const bool sample = n == s->n_pending();
-  // A decode token: the one new token of a sequence past its prompt (a
-  // preempted sequence's recomputation is prefill again).
-  const bool decode = n == 1 && sample && s->n_computed >= s->n_prompt;
   // Prompt positions whose logits give the next prompt token's log-probability.
   const int32_t prompt_rows =
       s->reports_prompt() ? std::clamp(s->n_prompt - 1 - s->n_computed, 0, n - (sample ? 1 : 0)) : 0;
   for (int32_t i = 0; i < n; ++i) {
     const int32_t p = s->n_computed + i;
-    plan.batch.Add(s->tokens[p], p, s->slot, i < prompt_rows || (sample && i + 1 == n), decode);
+    // A decode token is a generated one, however it is scheduled: a preempted
+    // sequence recomputes its generated positions through the same weights
+    // (--decode-weights) that first computed them.
+    plan.batch.Add(s->tokens[p], p, s->slot, i < prompt_rows || (sample && i + 1 == n), p >= s->n_prompt);
   }
   plan.chunks.push_back(ScheduledChunk{s, s->n_computed, n, sample, prompt_rows});
   plan.n_samples += sample;
@@ -119,7 +119,8 @@ void Scheduler::Commit(const StepPlan& plan) {
   for (const ScheduledChunk& c : plan.chunks) {
     Sequence& s = *c.seq;
     s.n_computed += c.n;
-    kv_.CommitBlocks(s.slot, std::span<const int32_t>(s.tokens.data(), static_cast<size_t>(s.n_computed)),
+    const int32_t shareable = options_.decode_weights ? std::min(s.n_computed, s.n_prompt) : s.n_computed;
+    kv_.CommitBlocks(s.slot, std::span<const int32_t>(s.tokens.data(), static_cast<size_t>(shareable)),
                      s.request().cache_salt);
     if (s.index == 0 && s.n_computed >= s.n_prompt) s.group->prefix_ready = true;
   }

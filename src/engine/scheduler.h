@@ -28,6 +28,11 @@ inline constexpr int32_t kPromptLogprobRows = 64;
 
 struct SchedulerOptions {
   int32_t max_batch_tokens = 512;  // token budget of one step
+  // The model has decode-weight copies (--decode-weights): generated
+  // positions' K/V come from other weights than a prompt's, so blocks holding
+  // generated tokens are not offered to the prefix cache (a later prompt made
+  // of the same tokens must compute them as prompt tokens).
+  bool decode_weights = false;
 };
 
 // Tokens [begin, begin + n) of seq->tokens go into the step; `sample`: the

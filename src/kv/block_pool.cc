@@ -17,7 +17,7 @@ int64_t RoundLine(int64_t n) { return (n + kLine - 1) / kLine * kLine; }
 // Byte offsets of each layer's K and V regions (and scales) and the block
 // size in bytes; 0 when invalid.
 int64_t Layout(const BlockPoolOptions& o, std::vector<int64_t>* k_offset, std::vector<int64_t>* v_offset,
-               std::vector<int64_t>* scale_offset = nullptr, int64_t* scale_bytes = nullptr) {
+               std::vector<int64_t>* scale_offset = nullptr) {
   if (o.layers.empty() || o.block_size < 1 || o.block_size > (1 << 20)) return 0;
   const int64_t elem = kernels::KvTypeSize(o.type);
   int64_t off = 0;
@@ -34,10 +34,9 @@ int64_t Layout(const BlockPoolOptions& o, std::vector<int64_t>* k_offset, std::v
     const int64_t start = off;
     for (const KvLayerWidths& l : o.layers) {
       if (scale_offset != nullptr) scale_offset->push_back(off);
-      off += 2 * int64_t{l.n_head_kv} * static_cast<int64_t>(sizeof(float));
+      off += 2 * int64_t{l.n_head_kv} * o.block_size;  // one byte per (K or V, head, position)
     }
     off = start + RoundLine(off - start);
-    if (scale_bytes != nullptr) *scale_bytes = off - start;
   }
   return off;
 }
@@ -49,7 +48,7 @@ int64_t BlockPool::BlockBytes(const BlockPoolOptions& options) { return Layout(o
 Result<std::unique_ptr<BlockPool>> BlockPool::Create(const BlockPoolOptions& options) {
   auto pool = std::unique_ptr<BlockPool>(new BlockPool());
   const int64_t block_bytes =
-      Layout(options, &pool->k_offset_, &pool->v_offset_, &pool->scale_offset_, &pool->scale_bytes_);
+      Layout(options, &pool->k_offset_, &pool->v_offset_, &pool->scale_offset_);
   if (block_bytes == 0) {
     return InvalidArgument(
         "KV block pool: need at least one layer, positive K widths divisible by the KV heads and block size in "
@@ -122,13 +121,7 @@ BlockId BlockPool::Allocate() {
   ref_[b] = 1;
   ++tag_[b];
   ++n_held_;
-  ClearScales(b);
   return b;
-}
-
-void BlockPool::ClearScales(BlockId b) {
-  if (scale_bytes_ == 0) return;
-  std::memset(base_ + b * block_bytes_ + scale_offset_[0], 0, static_cast<size_t>(scale_bytes_));
 }
 
 void BlockPool::Acquire(BlockId b) {

@@ -5,9 +5,10 @@
 // elements of the pool's KvType, each region starting on a 64-byte line, so
 // copying one block out (offload, transfer, copy-on-write) is one memcpy.
 // A scaled type (fp8_e4m3, int8) adds one more region at the end of the
-// block: its scales, one f32 per (layer, K or V, kv head)
-//   for each layer l: K scales [n_head_kv(l)] then V scales [n_head_kv(l)]
-// (see docs/KV_CACHE.md); Allocate zeroes them (0: nothing stored yet).
+// block: its scales, one E8M0 byte per (layer, K or V, kv head, position)
+//   for each layer l: K scales [n_head_kv(l)][block_size] then V scales
+//   [n_head_kv(l)][block_size]
+// (see docs/KV_CACHE.md); a position's write sets its own scales.
 // Nothing outside the pool depends on the offsets.
 //
 // Block states:
@@ -109,9 +110,9 @@ class BlockPool {
   const void* data(BlockId b) const { return base_ + Checked(b) * block_bytes_; }
   void* k(BlockId b, int l) { return base_ + Checked(b) * block_bytes_ + k_offset_[l]; }
   void* v(BlockId b, int l) { return base_ + Checked(b) * block_bytes_ + v_offset_[l]; }
-  // Scaled types: layer l's K / V scales of the block, [n_head_kv] floats.
-  float* k_scales(BlockId b, int l) { return ScalesAt(b, l, 0); }
-  float* v_scales(BlockId b, int l) { return ScalesAt(b, l, layers_[l].n_head_kv); }
+  // Scaled types: layer l's K / V scale bytes of the block, [n_head_kv][block_size].
+  uint8_t* k_scales(BlockId b, int l) { return ScalesAt(b, l, 0); }
+  uint8_t* v_scales(BlockId b, int l) { return ScalesAt(b, l, int64_t{layers_[l].n_head_kv} * block_size_); }
 
  private:
   BlockPool() = default;
@@ -119,11 +120,10 @@ class BlockPool {
     PAGODA_CHECK(b >= 0 && b < n_blocks_) << "block id " << b << " outside [0, " << n_blocks_ << ")";
     return b;
   }
-  float* ScalesAt(BlockId b, int l, int32_t extra) {
+  uint8_t* ScalesAt(BlockId b, int l, int64_t extra) {
     PAGODA_CHECK(kernels::KvTypeHasScales(type_)) << "scales of an unscaled KV type";
-    return reinterpret_cast<float*>(base_ + Checked(b) * block_bytes_ + scale_offset_[l]) + extra;
+    return reinterpret_cast<uint8_t*>(base_ + Checked(b) * block_bytes_ + scale_offset_[l]) + extra;
   }
-  void ClearScales(BlockId b);
   void LruUnlink(BlockId b);
   void LruPushBack(BlockId b);
 
@@ -133,7 +133,6 @@ class BlockPool {
   std::vector<int64_t> k_offset_;  // bytes from the block start, per layer
   std::vector<int64_t> v_offset_;
   std::vector<int64_t> scale_offset_;  // scaled types: layer l's K scales, in bytes
-  int64_t scale_bytes_ = 0;            // the whole scale region (0: unscaled type)
   int64_t block_bytes_ = 0;
   int32_t n_blocks_ = 0;
   char* base_ = nullptr;  // owned: aligned_alloc, freed in the destructor

@@ -21,7 +21,7 @@ Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::Create(const KvCac
   const int64_t elem = kernels::KvTypeSize(type);
   const bool scaled = kernels::KvTypeHasScales(type);
   const int32_t group = kernels::kKvScaleGroup;
-  // Scaled types rewrite whole groups (rescaling): the last group is complete.
+  // Scaled types: whole view blocks of kKvScaleGroup positions.
   const int64_t n_alloc = scaled ? (int64_t{n_ctx} + group - 1) / group * group : n_ctx;
   const int64_t per_line = 64 / elem;
   auto round_line = [per_line](int64_t n) { return (n + per_line - 1) / per_line * per_line; };
@@ -66,9 +66,9 @@ Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::Create(const KvCac
   if (scaled) {
     const int64_t n_groups = n_alloc / group;
     int64_t n_scales = 0;
-    for (const KvLayerSpec& l : spec.layers) n_scales += 2 * n_groups * l.n_head_kv * n_seq_max;
-    cache->scales_.assign(static_cast<size_t>(n_scales), 0.0f);
-    float* sc = cache->scales_.data();
+    for (const KvLayerSpec& l : spec.layers) n_scales += 2 * n_groups * l.n_head_kv * group * n_seq_max;
+    cache->scales_.assign(static_cast<size_t>(n_scales), 0);
+    uint8_t* sc = cache->scales_.data();
     const size_t n_views = spec.layers.size() * static_cast<size_t>(n_seq_max);
     cache->k_groups_.resize(n_views);
     cache->v_groups_.resize(n_views);
@@ -82,9 +82,9 @@ Result<std::unique_ptr<ContiguousKvCache>> ContiguousKvCache::Create(const KvCac
           cache->k_groups_[i].push_back(static_cast<char*>(cache->k_base_[i]) + g * group * l.k_width());
           cache->v_groups_[i].push_back(static_cast<char*>(cache->v_base_[i]) + g * group * l.v_width());
           cache->k_group_scales_[i].push_back(sc);
-          sc += l.n_head_kv;
+          sc += l.n_head_kv * group;
           cache->v_group_scales_[i].push_back(sc);
-          sc += l.n_head_kv;
+          sc += l.n_head_kv * group;
         }
       }
     }
@@ -133,10 +133,10 @@ void ContiguousKvCache::Write(bool is_k, int layer, int32_t seq, int32_t pos, co
   if (kernels::KvTypeHasScales(type_)) {
     const int32_t group = kernels::kKvScaleGroup;
     const auto& groups = is_k ? k_groups_[i] : v_groups_[i];
-    float* scales = (is_k ? k_group_scales_[i] : v_group_scales_[i])[pos / group];
+    uint8_t* scales = (is_k ? k_group_scales_[i] : v_group_scales_[i])[pos / group] + pos % group;
     kernels::StoreKvRowQuantized(row, l.n_head_kv, is_k ? l.head_dim_k : l.head_dim_v, type_,
-                                 static_cast<uint8_t*>(groups[pos / group]), width, group,
-                                 pos % group, scales);
+                                 static_cast<uint8_t*>(groups[pos / group]) + (pos % group) * width, scales,
+                                 group);
     return;
   }
   kernels::StoreKvRow(row, width, type_, Element(is_k ? k_base_[i] : v_base_[i], width, pos));
@@ -176,19 +176,7 @@ kernels::KvView ContiguousKvCache::View(int layer, int32_t seq) const {
 void ContiguousKvCache::Truncate(int32_t seq, int32_t n_pos) {
   PAGODA_CHECK(seq >= 0 && seq < n_seq_max_ && n_pos >= 0);
   if (n_pos >= length_[seq]) return;
-  length_[seq] = n_pos;
-  if (kernels::KvTypeHasScales(type_)) {
-    // Groups past the kept positions start afresh, as a newly allocated block.
-    const int32_t group = kernels::kKvScaleGroup;
-    for (size_t li = 0; li < spec_.layers.size(); ++li) {
-      const size_t i = li * n_seq_max_ + seq;
-      const int32_t n_head_kv = spec_.layers[li].n_head_kv;
-      for (size_t g = (n_pos + group - 1) / group; g < k_group_scales_[i].size(); ++g) {
-        std::fill_n(k_group_scales_[i][g], n_head_kv, 0.0f);
-        std::fill_n(v_group_scales_[i][g], n_head_kv, 0.0f);
-      }
-    }
-  }
+  length_[seq] = n_pos;  // a rewrite replaces codes and scales alike
 }
 
 }  // namespace pagoda

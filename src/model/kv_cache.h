@@ -1,7 +1,7 @@
 // KvCache: where attention layers keep the keys and values of past positions,
 // per layer and sequence. The model hands float rows to WriteK/WriteV, which
 // store them in the cache's element type (KvType: f16 by default, as
-// llama.cpp; f32, bf16, fp8_e4m3 or int8 with per-(block, head) scales, see
+// llama.cpp; f32, bf16, fp8_e4m3 or int8 with per-(position, head) scales, see
 // docs/KV_CACHE.md), and reads them through View(), a typed block list the
 // attention kernel walks, so a paged cache (src/kv, block tables) implements
 // the same interface.
@@ -67,9 +67,10 @@ class KvCache {
 
 // The simple cache: every sequence owns n_ctx contiguous positions per layer,
 // K as [n_ctx, k_width] and V as [n_ctx, v_width] elements of `type`,
-// allocated up front. Scaled types (fp8_e4m3, int8) keep one scale per
-// (kKvScaleGroup positions, head), like a paged cache's blocks, so the view is
-// a list of kKvScaleGroup-position blocks into the same memory.
+// allocated up front. Scaled types (fp8_e4m3, int8) keep their scale bytes per
+// kKvScaleGroup positions ([n_head_kv][kKvScaleGroup], like a paged cache's
+// blocks), so the view is a list of kKvScaleGroup-position blocks into the
+// same memory.
 class ContiguousKvCache final : public KvCache {
  public:
   static Result<std::unique_ptr<ContiguousKvCache>> Create(const KvCacheSpec& spec,
@@ -106,10 +107,10 @@ class ContiguousKvCache final : public KvCache {
   std::vector<void*> k_base_;
   std::vector<void*> v_base_;
   // Scaled types: per (layer, seq) at [layer * n_seq_max + seq], the group
-  // starts and their scales (one [n_head_kv] float array per group).
+  // starts and their scale bytes ([n_head_kv][kKvScaleGroup] per group).
   std::vector<std::vector<void*>> k_groups_, v_groups_;
-  std::vector<std::vector<float*>> k_group_scales_, v_group_scales_;
-  std::vector<float> scales_;  // [layers][seq][K, V][groups][n_head_kv]
+  std::vector<std::vector<uint8_t*>> k_group_scales_, v_group_scales_;
+  std::vector<uint8_t> scales_;  // [layers][seq][groups][K, V][n_head_kv][kKvScaleGroup]
   std::vector<int32_t> length_;  // [n_seq_max]
   std::vector<int32_t> prepare_scratch_;
 };

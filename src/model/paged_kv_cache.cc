@@ -182,9 +182,9 @@ void PagedKvCache::Write(bool is_k, int layer, int32_t seq, int32_t pos, const f
   const kv::BlockId b = s.table[pos / bs];
   char* region = static_cast<char*>(is_k ? pool_->k(b, layer) : pool_->v(b, layer));
   if (kernels::KvTypeHasScales(type())) {
-    float* scales = is_k ? pool_->k_scales(b, layer) : pool_->v_scales(b, layer);
+    uint8_t* scales = (is_k ? pool_->k_scales(b, layer) : pool_->v_scales(b, layer)) + pos % bs;
     kernels::StoreKvRowQuantized(row, l.n_head_kv, is_k ? l.head_dim_k : l.head_dim_v, type(),
-                                 reinterpret_cast<uint8_t*>(region), width, bs, pos % bs, scales);
+                                 reinterpret_cast<uint8_t*>(region) + (pos % bs) * width, scales, bs);
     return;
   }
   kernels::StoreKvRow(row, width, type(), region + (pos % bs) * width * kernels::KvTypeSize(type()));

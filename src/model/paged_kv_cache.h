@@ -110,9 +110,9 @@ class PagedKvCache final : public KvCache {
     // Per layer, the table as K / V region pointers: what View() hands out.
     std::vector<std::vector<const void*>> k_blocks;
     std::vector<std::vector<const void*>> v_blocks;
-    // Scaled types: per layer, each block's K / V scales ([n_head_kv] floats).
-    std::vector<std::vector<const float*>> k_scales;
-    std::vector<std::vector<const float*>> v_scales;
+    // Scaled types: per layer, each block's K / V scale bytes ([n_head_kv][block_size]).
+    std::vector<std::vector<const uint8_t*>> k_scales;
+    std::vector<std::vector<const uint8_t*>> v_scales;
     // Hashes of the leading blocks registered or adopted, in order.
     std::vector<kv::BlockHash> hashes;
   };

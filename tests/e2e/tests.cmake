@@ -4,6 +4,7 @@
 # test model. harness.mjs holds what the newer suites share.
 #   serve_openai      the routes through the client (chat, completions, n, stop, logprobs, ...)
 #   batch_invariance  16 concurrent greedy requests == `pagoda generate` alone, prefix cache on/off
+#   cache_invariance  every KV dtype: cold / warm / partly warm / batched / preempted == alone, greedy and seeded
 #   bad_input         every class of bad request: its 4xx and an OpenAI error object
 #   soak              PAGODA_SOAK_SECONDS (20) of valid, malformed and abandoned requests; no leaks
 #   pressure          tiny KV cache (preemption) and --max-waiting 1 (429 + Retry-After)
@@ -11,7 +12,7 @@
 #   structured_outputs  response_format / tools / grammar / regex enforced (ajv-validated), 400s, the schema corpus
 find_program(PAGODA_NODE node)
 if(PAGODA_NODE)
-  foreach(suite serve_openai batch_invariance bad_input soak pressure kv_integrity structured_outputs)
+  foreach(suite serve_openai batch_invariance cache_invariance bad_input soak pressure kv_integrity structured_outputs)
     add_test(NAME e2e_${suite}
              COMMAND ${PAGODA_NODE} ${CMAKE_CURRENT_LIST_DIR}/${suite}.test.mjs
                      $<TARGET_FILE:pagoda_cli> ${PAGODA_TESTDATA_DIR}/stories260K.gguf

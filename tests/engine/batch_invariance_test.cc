@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "engine/generator.h"
 #include "gguf/gguf_file.h"
+#include "support/loaded_model.h"
 #include "support/test_paths.h"
 #include "tokenizer/tokenizer.h"
 
@@ -19,26 +20,7 @@ namespace {
 
 constexpr const char* kModel = "stories260K.gguf";
 
-struct Loaded {
-  std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<Model> model;
-};
-
-Loaded Load() {
-  Loaded l;
-  auto file = GgufFile::Open(testing::TestDataPath(kModel));
-  EXPECT_TRUE(file.ok()) << file.status().ToString();
-  std::shared_ptr<const GgufFile> shared(std::move(file).value());
-  auto tok = Tokenizer::FromMetadata(shared->metadata());
-  EXPECT_TRUE(tok.ok()) << tok.status().ToString();
-  l.tokenizer = std::move(tok).value();
-  l.pool = std::make_unique<ThreadPool>(1);
-  auto model = LoadModel(shared, *l.pool);
-  EXPECT_TRUE(model.ok()) << model.status().ToString();
-  l.model = std::move(model).value();
-  return l;
-}
+testing::LoadedModel Load() { return testing::LoadModelAndTokenizer(testing::TestDataPath(kModel), 1); }
 
 // 16 prompts of 5 to 80 tokens; half share a 40-token head (prefix hits).
 std::vector<std::vector<TokenId>> Prompts(int64_t n_vocab) {
@@ -60,7 +42,7 @@ class BatchInvarianceTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(BatchInvarianceTest, ConcurrentGreedyRequestsMatchGenerator) {
   PAGODA_REQUIRE_TESTDATA(kModel);
-  Loaded l = Load();
+  testing::LoadedModel l = Load();
   ASSERT_TRUE(l.model);
   auto is_eog = [&](TokenId id) { return l.tokenizer->IsEog(id); };
   const auto prompts = Prompts(l.model->n_vocab());
@@ -125,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(PrefixCaching, BatchInvarianceTest, ::testing::Bool(),
 
 TEST(EngineModelTest, RepeatedPromptReportsCachedTokens) {
   PAGODA_REQUIRE_TESTDATA(kModel);
-  Loaded l = Load();
+  testing::LoadedModel l = Load();
   ASSERT_TRUE(l.model);
   EngineOptions o;
   o.n_ctx = 256;

@@ -20,6 +20,7 @@
 #include "sampling/grammar/matcher.h"
 #include "sampling/grammar/test_grammars.h"
 #include "sampling/grammar/token_matcher.h"
+#include "support/loaded_model.h"
 #include "support/test_paths.h"
 #include "tokenizer/tokenizer.h"
 
@@ -30,27 +31,14 @@ using testing::Drain;
 using testing::Outcome;
 using testing::RunUntilIdle;
 
-struct Loaded {
-  std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<Model> model;
+struct Loaded : testing::LoadedModel {
   std::shared_ptr<const grammar::TokenVocabIndex> vocab;
 };
 
 Loaded LoadFrom(const std::string& path) {
   Loaded l;
-  auto file = GgufFile::Open(path);
-  EXPECT_TRUE(file.ok()) << file.status().ToString();
-  if (!file.ok()) return l;
-  std::shared_ptr<const GgufFile> shared(std::move(file).value());
-  auto tok = Tokenizer::FromMetadata(shared->metadata());
-  EXPECT_TRUE(tok.ok()) << tok.status().ToString();
-  l.tokenizer = std::move(tok).value();
-  l.pool = std::make_unique<ThreadPool>(1);
-  auto model = LoadModel(shared, *l.pool);
-  EXPECT_TRUE(model.ok()) << model.status().ToString();
-  l.model = std::move(model).value();
-  l.vocab = grammar::TokenVocabIndex::Build(*l.tokenizer);
+  static_cast<testing::LoadedModel&>(l) = testing::LoadModelAndTokenizer(path, 1);
+  if (l.tokenizer) l.vocab = grammar::TokenVocabIndex::Build(*l.tokenizer);
   return l;
 }
 

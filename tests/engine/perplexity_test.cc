@@ -99,12 +99,13 @@ TEST(KvDtypeAccuracyTest, Stories260K) {
   ASSERT_GE(tokens.size(), 1024u);
   const KvAccuracy acc = Measure(**model, tokens, 256, "stories260K");
   // Every scored token is a decode step reading the quantized cache of all
-  // earlier positions (perplexity.h). bf16 meets the bound (< 1%,
-  // >= 99%); FP8's 3 mantissa bits do not on this model's 8-wide heads
-  // (measured +1.9%, 95.9%; docs/PERFORMANCE.md), int8 is in between: the
-  // bounds below sit just outside the measured values so a regression in the
-  // scheme or the kernel shows.
-  ExpectWithinBounds(acc, {{KvType::kBf16, 0.01, 0.99}, {KvType::kFp8E4M3, 0.025, 0.95}, {KvType::kInt8, 0.01, 0.97}});
+  // positions (perplexity.h), and the context's prefill reads its own
+  // positions quantized too, as the server does. bf16 meets the bound
+  // (< 1%, >= 99%); FP8's 3 mantissa bits do not on this model's 8-wide heads
+  // (measured +2.5%, 95.2%; docs/PERFORMANCE.md), int8 with per-row scales
+  // is within 0.1% (97.5% agreement): the bounds below sit just outside the
+  // measured values so a regression in the scheme or the kernel shows.
+  ExpectWithinBounds(acc, {{KvType::kBf16, 0.01, 0.99}, {KvType::kFp8E4M3, 0.03, 0.945}, {KvType::kInt8, 0.005, 0.97}});
   // A real small model on in-domain text: well below the uniform 512.
   EXPECT_LT(acc.ppl[static_cast<int>(KvType::kF16)], 50.0);
 }
@@ -163,10 +164,10 @@ TEST_P(KvDtypeRandomModelTest, FollowsF16) {
   // own samples score perplexity ~2.2) that amplify any change: even f32
   // against f16 KV agrees on only ~99% of argmaxes. bf16 stays within 1%
   // perplexity; FP8 and int8 are far outside the bound here
-  // (measured +73..97% and +12..20%, agreement 0.71..0.74 and 0.84..0.88;
-  // docs/PERFORMANCE.md). The bounds sit just outside the measured values, as
-  // a regression guard.
-  ExpectWithinBounds(acc, {{KvType::kBf16, 0.01, 0.97}, {KvType::kFp8E4M3, 1.1, 0.68}, {KvType::kInt8, 0.25, 0.8}});
+  // (measured +114..131% and +5.6..10.7%, agreement 0.62..0.69 and
+  // 0.86..0.90; docs/PERFORMANCE.md). The bounds sit just outside the
+  // measured values, as a regression guard.
+  ExpectWithinBounds(acc, {{KvType::kBf16, 0.01, 0.965}, {KvType::kFp8E4M3, 1.4, 0.6}, {KvType::kInt8, 0.13, 0.84}});
   std::filesystem::remove(path);
 }
 

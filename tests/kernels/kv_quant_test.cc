@@ -4,6 +4,7 @@
 // rescaling row store, and every ISA's dequantizer (LoadKvRow) over all codes.
 #include "kernels/cpu/kv_quant.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -119,67 +120,96 @@ TEST(KvScaleTest, SmallestPowerOfTwoThatFits) {
   }
 }
 
-// Writes random rows into a group in position order and checks each head's
-// scale and every stored row: fp8 rows stay exactly what the final scale
-// would have encoded (rescaling by powers of two is exact above the
-// subnormal range); int8 rows within one step per rescale.
-TEST(StoreKvRowQuantizedTest, RescalesEarlierRowsWhenTheScaleGrows) {
-  const int n_heads = 3, head_dim = 20, group = 16;
-  const int64_t pos_stride = int64_t{n_heads} * head_dim + 8;  // rows may be wider
+// Each head row gets its own scale (the smallest power of two it fits under,
+// as an E8M0 byte) and codes that are the row divided by it, rounded once:
+// checked against a direct encode of x / scale for random rows of widely
+// different magnitudes, including the scale byte's bounds.
+TEST(StoreKvRowQuantizedTest, EachHeadRowHasItsOwnScale) {
+  const int n_heads = 3, head_dim = 20;
+  const int64_t scale_stride = 5;  // scales of a row's heads may be strided (head-major blocks)
   for (KvType type : {KvType::kFp8E4M3, KvType::kInt8}) {
     SCOPED_TRACE(KvTypeName(type));
     std::mt19937 rng(7);
     std::normal_distribution<float> dist(0.0f, 1.0f);
-    std::vector<float> rows(group * n_heads * head_dim);
-    for (int p = 0; p < group; ++p) {
-      // Magnitudes grow with the position (and per head), so scales grow.
-      for (int i = 0; i < n_heads * head_dim; ++i) {
-        rows[p * n_heads * head_dim + i] = dist(rng) * (1.0f + p) * (1 + i / head_dim);
+    std::uniform_real_distribution<float> mag(-40.0f, 40.0f);
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<float> row(n_heads * head_dim);
+      for (int h = 0; h < n_heads; ++h) {
+        const float m = std::exp2(mag(rng));
+        for (int d = 0; d < head_dim; ++d) row[h * head_dim + d] = dist(rng) * m;
       }
-    }
-    std::vector<uint8_t> codes(group * pos_stride, 0xAA);
-    std::vector<float> scales(n_heads, 0.0f);
-    for (int p = 0; p < group; ++p) {
-      StoreKvRowQuantized(rows.data() + p * n_heads * head_dim, n_heads, head_dim, type, codes.data(), pos_stride,
-                          group, p, scales.data());
-    }
-    for (int h = 0; h < n_heads; ++h) {
-      float amax = 0.0f;
-      for (int p = 0; p < group; ++p) {
-        for (int d = 0; d < head_dim; ++d) amax = std::max(amax, std::fabs(rows[(p * n_heads + h) * head_dim + d]));
-      }
-      ASSERT_EQ(scales[h], KvScaleFor(type, amax)) << "head " << h;
-      for (int p = 0; p < group; ++p) {
+      std::vector<uint8_t> codes(n_heads * head_dim + 8, 0xAA);
+      std::vector<uint8_t> scales(n_heads * scale_stride, 0xCC);
+      StoreKvRowQuantized(row.data(), n_heads, head_dim, type, codes.data(), scales.data(), scale_stride);
+      for (int h = 0; h < n_heads; ++h) {
+        float amax = 0.0f;
+        for (int d = 0; d < head_dim; ++d) amax = std::max(amax, std::fabs(row[h * head_dim + d]));
+        const uint8_t e = scales[h * scale_stride];
+        ASSERT_EQ(e, KvScaleByte(type, amax)) << "head " << h;
+        const float scale = KvScaleValue(e);
+        ASSERT_EQ(scale, std::ldexp(1.0f, e - 127));
+        ASSERT_EQ(scale, KvScaleFor(type, amax));
         for (int d = 0; d < head_dim; ++d) {
-          const float x = rows[(p * n_heads + h) * head_dim + d];
-          const uint8_t c = codes[p * pos_stride + h * head_dim + d];
+          const float x = row[h * head_dim + d];
+          const uint8_t c = codes[h * head_dim + d];
           if (type == KvType::kFp8E4M3) {
-            ASSERT_EQ(c, FloatToFp8E4M3(x / scales[h])) << "pos " << p << " head " << h;
+            ASSERT_EQ(c, FloatToFp8E4M3(x / scale)) << "head " << h;
           } else {
-            // Each rescale halves at least: at most log2(group growth) extra roundings of <= 0.5 step.
-            ASSERT_NEAR(static_cast<int8_t>(c) * scales[h], x, 2.0 * scales[h]) << "pos " << p;
+            ASSERT_EQ(static_cast<int8_t>(c), FloatToInt8(x / scale)) << "head " << h;
+            ASSERT_LE(std::fabs(static_cast<int8_t>(c) * scale - x), 0.5f * scale);
           }
         }
+        for (int64_t i = 1; i < scale_stride; ++i) ASSERT_EQ(scales[h * scale_stride + i], 0xCC);
       }
-    }
-    // The padding between rows is untouched.
-    for (int p = 0; p < group; ++p) {
-      for (int64_t i = n_heads * head_dim; i < pos_stride; ++i) ASSERT_EQ(codes[p * pos_stride + i], 0xAA);
+      for (int i = n_heads * head_dim; i < n_heads * head_dim + 8; ++i) ASSERT_EQ(codes[i], 0xAA);
     }
   }
 }
 
-TEST(StoreKvRowQuantizedTest, ZeroRowsKeepTheScaleUnset) {
+// What a row stores is a function of the row alone: the same row written
+// next to rows of any magnitude, in any order, gets the same bytes.
+TEST(StoreKvRowQuantizedTest, StoredBytesDependOnTheRowAlone) {
+  const int head_dim = 16;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (KvType type : {KvType::kFp8E4M3, KvType::kInt8}) {
+    std::vector<float> x(head_dim);
+    for (float& v : x) v = dist(rng);
+    std::vector<uint8_t> want(head_dim);
+    uint8_t want_scale = 0;
+    StoreKvRowQuantized(x.data(), 1, head_dim, type, want.data(), &want_scale, 1);
+    for (float neighbour : {1e-6f, 1.0f, 1e6f}) {
+      std::vector<float> big(head_dim, neighbour);
+      std::vector<uint8_t> codes(2 * head_dim), sc(2);
+      StoreKvRowQuantized(big.data(), 1, head_dim, type, codes.data(), sc.data(), 1);
+      StoreKvRowQuantized(x.data(), 1, head_dim, type, codes.data() + head_dim, sc.data() + 1, 1);
+      StoreKvRowQuantized(big.data(), 1, head_dim, type, codes.data(), sc.data(), 1);
+      EXPECT_EQ(sc[1], want_scale);
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), codes.begin() + head_dim));
+    }
+  }
+}
+
+TEST(StoreKvRowQuantizedTest, ZeroRowsHaveScaleZero) {
   std::vector<float> zero(8, 0.0f), one(8, 1.0f);
-  std::vector<uint8_t> codes(16 * 8, 0x11);
-  float scale = 0.0f;
-  StoreKvRowQuantized(zero.data(), 1, 8, KvType::kFp8E4M3, codes.data(), 8, 16, 0, &scale);
-  EXPECT_EQ(scale, 0.0f);
-  for (int d = 0; d < 8; ++d) EXPECT_EQ(codes[d], 0);
-  StoreKvRowQuantized(one.data(), 1, 8, KvType::kFp8E4M3, codes.data(), 8, 16, 1, &scale);
-  EXPECT_EQ(scale, KvScaleFor(KvType::kFp8E4M3, 1.0f));
-  for (int d = 0; d < 8; ++d) EXPECT_EQ(Fp8E4M3ToFloat(codes[8 + d]) * scale, 1.0f);
+  std::vector<uint8_t> codes(8, 0x11);
+  uint8_t scale = 0x55;
+  StoreKvRowQuantized(zero.data(), 1, 8, KvType::kFp8E4M3, codes.data(), &scale, 1);
+  EXPECT_EQ(scale, 0);
+  EXPECT_EQ(KvScaleValue(scale), 0.0f);
   for (int d = 0; d < 8; ++d) EXPECT_EQ(Fp8E4M3ToFloat(codes[d]), 0.0f);
+  StoreKvRowQuantized(one.data(), 1, 8, KvType::kFp8E4M3, codes.data(), &scale, 1);
+  EXPECT_EQ(KvScaleValue(scale), KvScaleFor(KvType::kFp8E4M3, 1.0f));
+  for (int d = 0; d < 8; ++d) EXPECT_EQ(Fp8E4M3ToFloat(codes[d]) * KvScaleValue(scale), 1.0f);
+}
+
+TEST(KvScaleTest, ByteRangeCoversEveryFiniteAmax) {
+  for (KvType t : {KvType::kFp8E4M3, KvType::kInt8}) {
+    EXPECT_EQ(KvScaleByte(t, std::numeric_limits<float>::denorm_min()), 1);  // 2^-126, the floor
+    const uint8_t top = KvScaleByte(t, std::numeric_limits<float>::max());
+    EXPECT_LT(top, 255);
+    EXPECT_GE(KvScaleValue(top) * KvCodeMax(t), std::numeric_limits<float>::max());
+  }
 }
 
 class LoadKvRowTest : public ::testing::TestWithParam<Isa> {};

@@ -147,31 +147,31 @@ struct AttnCase {
 // the layout a paged cache may choose; the kernel must not care. Elements of
 // `type`; f16 rounded by tensor/fp16.h, independently of the kernels.
 // bf16 / fp8 / int8 blocks are written through StoreKvRowQuantized / bf16
-// rounding one head row at a time, so their scales grow (and earlier rows get
-// re-encoded) as in a real cache.
+// rounding one head row at a time, each row with its own scale byte, as in a
+// real cache.
 struct PagedKv {
   std::vector<std::vector<float>> k_storage, v_storage;
   std::vector<std::vector<uint16_t>> k_half, v_half;
   std::vector<std::vector<uint8_t>> k_codes, v_codes;
-  std::vector<std::vector<float>> k_scale, v_scale;  // per block: [n_head_kv]
+  std::vector<std::vector<uint8_t>> k_scale, v_scale;  // per block: [n_head_kv][block_size]
   std::vector<const void*> k_blocks, v_blocks;
-  std::vector<const float*> k_scales, v_scales;
+  std::vector<const uint8_t*> k_scales, v_scales;
   KvView view;
 };
 
 // One block ([n_head_kv][block_size][head_dim] floats) in `type`.
 void EncodeBlock(const std::vector<float>& x, int n_head_kv, int block_size, int head_dim, KvType type,
-                 std::vector<uint16_t>* half, std::vector<uint8_t>* codes, std::vector<float>* scale) {
+                 std::vector<uint16_t>* half, std::vector<uint8_t>* codes, std::vector<uint8_t>* scale) {
   half->resize(x.size());
   codes->resize(x.size());
-  scale->assign(n_head_kv, 0.0f);
+  scale->assign(int64_t{n_head_kv} * block_size, 0);
   for (size_t i = 0; i < x.size(); ++i) (*half)[i] = type == KvType::kBf16 ? F32ToBF16(x[i]) : F32ToF16(x[i]);
   if (!KvTypeHasScales(type)) return;
   for (int h = 0; h < n_head_kv; ++h) {
     for (int s = 0; s < block_size; ++s) {
       const int64_t off = (int64_t{h} * block_size + s) * head_dim;
-      StoreKvRowQuantized(x.data() + off, 1, head_dim, type, codes->data() + int64_t{h} * block_size * head_dim,
-                          head_dim, block_size, s, &(*scale)[h]);
+      StoreKvRowQuantized(x.data() + off, 1, head_dim, type, codes->data() + off,
+                          scale->data() + int64_t{h} * block_size + s, 1);
     }
   }
 }
@@ -223,14 +223,12 @@ PagedKv MakePagedKv(int n_pos, int n_head_kv, int head_dim, int block_size, uint
 }
 
 // A batch of AttnCase's sequences: batch rows interleave the sequences
-// (continuous batching); types below f16 read the batch's own positions as f32
-// fresh rows, as the model passes them (rows [n_new, n_head_kv * head_dim],
-// copied out of the blocks).
+// (continuous batching); every position, the batch's own included, is read
+// from the blocks.
 struct AttnBatch {
   std::vector<int32_t> positions;
   std::vector<std::vector<int32_t>> rows;
   std::vector<PagedKv> kvs;
-  std::vector<std::vector<float>> fresh_k, fresh_v;
   std::vector<AttentionSeq> seqs;
 };
 
@@ -250,30 +248,12 @@ void MakeAttnBatch(const AttnCase& c, KvType type, AttnBatch* batch) {
     batch->kvs.push_back(MakePagedKv(c.prefix[s] + c.n_new[s], c.n_head_kv, c.head_dim, c.block_size,
                                      100 + s, type));
   }
-  const int64_t kv_width = int64_t{c.n_head_kv} * c.head_dim;
-  batch->fresh_k.assign(n_seqs, {});
-  batch->fresh_v.assign(n_seqs, {});
   batch->seqs.assign(n_seqs, {});
   for (int s = 0; s < n_seqs; ++s) {
     AttentionSeq& seq = batch->seqs[s];
     seq.kv = batch->kvs[s].view;
     seq.rows = batch->rows[s].data();
     seq.n_rows = static_cast<int32_t>(batch->rows[s].size());
-    if (!KvTypeUsesFreshRows(type)) continue;
-    for (int i = 0; i < c.n_new[s]; ++i) {
-      const int p = c.prefix[s] + i, b = p / c.block_size, slot = p % c.block_size;
-      for (int h = 0; h < c.n_head_kv; ++h) {
-        const int64_t off = (int64_t{h} * c.block_size + slot) * c.head_dim;
-        for (int d = 0; d < c.head_dim; ++d) {
-          batch->fresh_k[s].push_back(batch->kvs[s].k_storage[b][off + d]);
-          batch->fresh_v[s].push_back(batch->kvs[s].v_storage[b][off + d]);
-        }
-      }
-    }
-    seq.kv.fresh_start = c.prefix[s];
-    seq.kv.fresh_k = batch->fresh_k[s].data();
-    seq.kv.fresh_v = batch->fresh_v[s].data();
-    seq.kv.fresh_k_stride = seq.kv.fresh_v_stride = kv_width;
   }
 }
 
@@ -299,7 +279,6 @@ TEST_P(AttentionTest, MatchesReference) {
   MakeAttnBatch(c, type, &batch);
   const std::vector<int32_t>& positions = batch.positions;
   const std::vector<AttentionSeq>& seqs = batch.seqs;
-  const bool fresh = KvTypeUsesFreshRows(type);
   const int64_t n_rows = static_cast<int64_t>(positions.size());
   const int64_t q_stride = int64_t{c.n_head} * c.head_dim;
   // Queries scaled up so that the softmax is peaked, as in trained models.
@@ -331,18 +310,6 @@ TEST_P(AttentionTest, MatchesReference) {
     n_over += diff > tight;
   }
   EXPECT_LE(n_over, got.size() * 3 / 100) << "max diff " << max_diff;
-  if (fresh && std::all_of(c.prefix.begin(), c.prefix.end(), [](int p) { return p == 0; })) {
-    // Every key is a fresh row: exactly the f32 cache's result.
-    std::vector<AttentionSeq> f32_seqs = seqs;
-    std::vector<PagedKv> f32_kvs;
-    for (int s = 0; s < n_seqs; ++s) {
-      f32_kvs.push_back(MakePagedKv(c.n_new[s], c.n_head_kv, c.head_dim, c.block_size, 100 + s, KvType::kF32));
-    }
-    for (int s = 0; s < n_seqs; ++s) f32_seqs[s].kv = f32_kvs[s].view;
-    std::vector<float> f32_want(got.size());
-    AttentionReference(sh, q.data(), q_stride, positions.data(), f32_seqs.data(), n_seqs, f32_want.data(), q_stride);
-    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], f32_want[i], tight) << "element " << i;
-  }
 }
 
 const AttnCase kAttnCases[] = {
@@ -383,9 +350,9 @@ TEST_P(AttentionCodesTest, EveryCodeMatchesReference) {
   const int head_dim = 64, block_size = 16, n_pos = 45;
   const int n_blocks = (n_pos + block_size - 1) / block_size;
   std::vector<std::vector<uint8_t>> k_codes(n_blocks), v_codes(n_blocks);
-  std::vector<std::vector<float>> k_scale(n_blocks), v_scale(n_blocks);
+  std::vector<std::vector<uint8_t>> k_scale(n_blocks), v_scale(n_blocks);
   std::vector<const void*> k_blocks, v_blocks;
-  std::vector<const float*> k_scales, v_scales;
+  std::vector<const uint8_t*> k_scales, v_scales;
   auto code = [type](int i, int mul) {
     const int c = (i * mul) % 256;
     return static_cast<uint8_t>(type == KvType::kFp8E4M3 && (c & 0x7f) == 0x7f ? c ^ 1 : c);
@@ -395,8 +362,11 @@ TEST_P(AttentionCodesTest, EveryCodeMatchesReference) {
       k_codes[b].push_back(code(b * block_size * head_dim + i, 37));
       v_codes[b].push_back(code(b * block_size * head_dim + i, 53));
     }
-    k_scale[b] = {std::ldexp(1.0f, -6 - 2 * b)};
-    v_scale[b] = {std::ldexp(1.0f, -3 + b)};
+    // A scale per position, varying within and across blocks.
+    for (int p = 0; p < block_size; ++p) {
+      k_scale[b].push_back(static_cast<uint8_t>(127 - 6 - 2 * b - p % 3));
+      v_scale[b].push_back(static_cast<uint8_t>(127 - 3 + b + p % 5));
+    }
     k_blocks.push_back(k_codes[b].data());
     v_blocks.push_back(v_codes[b].data());
     k_scales.push_back(k_scale[b].data());

@@ -43,7 +43,8 @@ TEST_P(ContiguousKvCacheTypeTest, WrittenRowsReadBackThroughTheView) {
       case KvType::kF32: return static_cast<const float*>(block)[i];
       default: break;
     }
-    const float scale = (is_k ? view.k_scales : view.v_scales)[2 / view.block_size][head];
+    const uint8_t e = (is_k ? view.k_scales : view.v_scales)[2 / view.block_size][head * view.block_size + 2 % view.block_size];
+    const float scale = std::ldexp(1.0f, e - 127);
     const uint8_t c = static_cast<const uint8_t*>(block)[i];
     return (type == KvType::kFp8E4M3 ? kernels::Fp8E4M3ToFloat(c) : static_cast<int8_t>(c)) * scale;
   };
@@ -108,9 +109,10 @@ TEST(ContiguousKvCacheTest, TruncateAllowsRewriting) {
   EXPECT_EQ((*kv)->SequenceLength(0), 0);
 }
 
-// A scale only grows while its group holds positions; positions given up by
-// Truncate start their group afresh (as a newly allocated paged block).
-TEST(ContiguousKvCacheTest, TruncateRestartsScaleGroups) {
+// Each position keeps its own scale: a large row written next to a small
+// one (same group) leaves the small one's scale and codes as they were, and a
+// position rewritten after Truncate gets the new row's scale.
+TEST(ContiguousKvCacheTest, ScalesArePerPosition) {
   auto kv = ContiguousKvCache::Create(Spec(), 1, 40, KvType::kFp8E4M3);
   ASSERT_TRUE(kv.ok());
   Batch b;
@@ -119,20 +121,27 @@ TEST(ContiguousKvCacheTest, TruncateRestartsScaleGroups) {
   const float big[8] = {1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000};
   const float small[8] = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
   (*kv)->WriteK(0, 0, 0, small);
+  (*kv)->WriteK(0, 0, 1, big);
   (*kv)->WriteK(0, 0, 17, big);
-  (*kv)->WriteK(0, 0, 18, big);
   kernels::KvView view = (*kv)->View(0, 0);
-  EXPECT_EQ(view.block_size, kernels::kKvScaleGroup);
-  EXPECT_EQ(view.k_scales[0][0], kernels::KvScaleFor(KvType::kFp8E4M3, 0.5f));
-  EXPECT_EQ(view.k_scales[1][0], kernels::KvScaleFor(KvType::kFp8E4M3, 1000.0f));
-  (*kv)->Truncate(0, 16);
+  const int bs = view.block_size;
+  EXPECT_EQ(bs, kernels::kKvScaleGroup);
+  const uint8_t e_small = kernels::KvScaleByte(KvType::kFp8E4M3, 0.5f);
+  const uint8_t e_big = kernels::KvScaleByte(KvType::kFp8E4M3, 1000.0f);
+  EXPECT_EQ(view.k_scales[0][0], e_small);
+  EXPECT_EQ(view.k_scales[0][1], e_big);
+  EXPECT_EQ(view.k_scales[1][1], e_big);
+  EXPECT_EQ(kernels::Fp8E4M3ToFloat(static_cast<const uint8_t*>(view.k_blocks[0])[0]) * kernels::KvScaleValue(e_small), 0.5f);
+  (*kv)->Truncate(0, 17);
   b.Clear();
-  b.Add(0, 16, 0, false);
+  b.Add(0, 17, 0, false);
   ASSERT_TRUE((*kv)->Prepare(b).ok());
-  (*kv)->WriteK(0, 0, 16, small);
+  (*kv)->WriteK(0, 0, 17, small);
   view = (*kv)->View(0, 0);
-  EXPECT_EQ(view.k_scales[1][0], kernels::KvScaleFor(KvType::kFp8E4M3, 0.5f));
-  EXPECT_EQ(view.k_scales[0][0], kernels::KvScaleFor(KvType::kFp8E4M3, 0.5f));  // kept
+  EXPECT_EQ(view.k_scales[1][1], e_small);
+  EXPECT_EQ(view.k_scales[0][0], e_small);  // kept
+  // Head 1 of position 0 sits one block_size further in the head-major bytes.
+  EXPECT_EQ(view.k_scales[0][bs + 0], e_small);
 }
 
 TEST(ContiguousKvCacheTest, RejectsBadSizes) {

@@ -21,24 +21,6 @@ float FromBits(uint32_t u) {
   return f;
 }
 
-// Re-encodes the group's rows of one head from scale `from` to scale `to`
-// (to > from, both powers of two). Every slot is re-encoded, written or not:
-// slots not yet written hold garbage that their write replaces.
-void Rescale(uint8_t* head_codes, int64_t pos_stride, int32_t group_size, int head_dim, KvType type,
-             float from, float to) {
-  const float ratio = from / to;  // a power of two below 1: exact
-  for (int32_t s = 0; s < group_size; ++s) {
-    uint8_t* c = head_codes + s * pos_stride;
-    if (type == KvType::kFp8E4M3) {
-      for (int d = 0; d < head_dim; ++d) c[d] = FloatToFp8E4M3(Fp8E4M3ToFloat(c[d]) * ratio);
-    } else {
-      for (int d = 0; d < head_dim; ++d) {
-        c[d] = static_cast<uint8_t>(FloatToInt8(static_cast<float>(static_cast<int8_t>(c[d])) * ratio));
-      }
-    }
-  }
-}
-
 }  // namespace
 
 float Fp8E4M3ToFloat(uint8_t code) {
@@ -78,32 +60,40 @@ float KvCodeMax(KvType type) {
   return type == KvType::kFp8E4M3 ? kFp8E4M3Max : kInt8Max;
 }
 
-float KvScaleFor(KvType type, float amax) {
-  if (!(amax > 0.0f)) return 0.0f;
+namespace {
+
+int KvScaleExponent(KvType type, float amax) {
   int e_amax = 0, e_max = 0;
   const float f_amax = std::frexp(amax, &e_amax);
   const float f_max = std::frexp(KvCodeMax(type), &e_max);
-  int k = e_amax - e_max + (f_amax > f_max ? 1 : 0);
-  if (k < -126) k = -126;  // keeps 1/scale finite
-  return std::ldexp(1.0f, k);
+  const int k = e_amax - e_max + (f_amax > f_max ? 1 : 0);
+  return k < -126 ? -126 : k;  // keeps 1/scale finite and the E8M0 byte >= 1
+}
+
+}  // namespace
+
+float KvScaleFor(KvType type, float amax) {
+  return KvScaleValue(KvScaleByte(type, amax));
+}
+
+uint8_t KvScaleByte(KvType type, float amax) {
+  if (!(amax > 0.0f)) return 0;
+  return static_cast<uint8_t>(KvScaleExponent(type, amax) + 127);
 }
 
 void StoreKvRowQuantized(const float* src, int n_heads, int head_dim, KvType type, uint8_t* codes,
-                         int64_t pos_stride, int32_t group_size, int32_t slot, float* scales) {
-  PAGODA_CHECK(KvTypeHasScales(type) && slot >= 0 && slot < group_size);
+                         uint8_t* scales, int64_t scale_stride) {
+  PAGODA_CHECK(KvTypeHasScales(type));
   for (int h = 0; h < n_heads; ++h) {
     const float* x = src + static_cast<int64_t>(h) * head_dim;
-    uint8_t* head_codes = codes + static_cast<int64_t>(h) * head_dim;
     float amax = 0.0f;
     for (int d = 0; d < head_dim; ++d) amax = std::fabs(x[d]) > amax ? std::fabs(x[d]) : amax;  // NaN ignored
     amax = std::fmin(amax, std::numeric_limits<float>::max());
-    const float need = KvScaleFor(type, amax);
-    if (need > scales[h]) {
-      if (scales[h] > 0.0f) Rescale(head_codes, pos_stride, group_size, head_dim, type, scales[h], need);
-      scales[h] = need;
-    }
-    const float inv = scales[h] > 0.0f ? 1.0f / scales[h] : 0.0f;
-    uint8_t* dst = head_codes + slot * pos_stride;
+    const uint8_t e = KvScaleByte(type, amax);
+    scales[h * scale_stride] = e;
+    const float scale = KvScaleValue(e);
+    const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;  // exact: a power of two
+    uint8_t* dst = codes + static_cast<int64_t>(h) * head_dim;
     if (type == KvType::kFp8E4M3) {
       for (int d = 0; d < head_dim; ++d) dst[d] = FloatToFp8E4M3(x[d] * inv);
     } else {

@@ -30,8 +30,11 @@ int8_t FloatToInt8(float x);
 
 // Largest value a code of a scaled type reaches (448 for fp8, 127 for int8).
 float KvCodeMax(KvType type);
-// The smallest power of two s with amax <= KvCodeMax(type) * s; 0 for
-// amax == 0. amax must be finite and >= 0 (callers clamp inf/NaN rows).
+// The smallest power of two s with amax <= KvCodeMax(type) * s (at least
+// 2^-126), as an E8M0 byte (KvScaleValue); 0 (scale 0) for amax == 0. amax
+// must be finite and >= 0 (callers clamp inf/NaN rows).
+uint8_t KvScaleByte(KvType type, float amax);
+// KvScaleValue(KvScaleByte(type, amax)).
 float KvScaleFor(KvType type, float amax);
 
 }  // namespace pagoda::kernels

@@ -8,6 +8,7 @@
 // thread only.
 #pragma once
 
+#include <bit>
 #include <climits>
 #include <cstdint>
 #include <optional>
@@ -63,19 +64,19 @@ enum class KvType : uint8_t {
   kF32,
   kF16,      // IEEE binary16, round to nearest even; llama.cpp's default cache type
   kBf16,     // bfloat16 (top half of an f32), round to nearest even
-  kFp8E4M3,  // OCP FP8 E4M3 ("e4m3fn": no inf, max 448) times a per-(block, head) scale
-  kInt8,     // signed int8 in [-127, 127] times a per-(block, head) scale
+  kFp8E4M3,  // OCP FP8 E4M3 ("e4m3fn": no inf, max 448) times a per-(position, head) scale
+  kInt8,     // signed int8 in [-127, 127] times a per-(position, head) scale
 };
 inline constexpr int64_t KvTypeSize(KvType t) {
   return t == KvType::kF32 ? 4 : (t == KvType::kF16 || t == KvType::kBf16) ? 2 : 1;
 }
-// Types stored as code * scale with one f32 scale per (block, kv head).
+// Types stored as code * scale with one scale per (position, kv head).
 inline constexpr bool KvTypeHasScales(KvType t) { return t == KvType::kFp8E4M3 || t == KvType::kInt8; }
-// Types less precise than f16: a step attends over its own positions' f32
-// K/V (KvView fresh rows) rather than over their stored, rounded form.
-inline constexpr bool KvTypeUsesFreshRows(KvType t) {
-  return t == KvType::kBf16 || t == KvType::kFp8E4M3 || t == KvType::kInt8;
-}
+// A scale is a power of two kept as one E8M0 byte (the OCP MX scale format):
+// byte e stands for 2^(e - 127); 0 stands for 0 (an all-zero row). Every
+// stored value is a function of its own row alone, never of what else was
+// written or when (docs/KV_CACHE.md, "Values independent of history").
+inline float KvScaleValue(uint8_t e) { return std::bit_cast<float>(static_cast<uint32_t>(e) << 23); }
 const char* KvTypeName(KvType t);                  // "f32", "f16", "bf16", "fp8_e4m3", "int8"
 std::optional<KvType> ParseKvType(std::string_view name);  // case-insensitive; also "fp8"
 // "f16|bf16|fp8_e4m3|int8|f32": for flag help and error messages.
@@ -86,18 +87,15 @@ const char* KvTypeChoices();
 void StoreKvRow(const float* src, int64_t n, KvType type, void* dst);
 
 // Stores one position's row of n_heads heads (head_dim floats each,
-// contiguous) in a scaled type (fp8_e4m3, int8) into slot `slot` of a scale
-// group: the group's rows are at codes + s * pos_stride (bytes = elements),
-// s in [0, group_size), head h at h * head_dim within a row; scales[h] is the
-// group's scale of head h (0: nothing stored yet). A scale is a power of two
-// that only grows: when this row needs a larger one, the head's rows in the
-// group are re-encoded with it first (exact for fp8 except values that fall
-// into the subnormal range; one more rounding for int8). See docs/KV_CACHE.md.
+// contiguous) in a scaled type (fp8_e4m3, int8): head h's codes at
+// codes + h * head_dim, its scale byte (KvScaleValue) at scales[h * scale_stride].
+// The scale is the smallest power of two the head row fits under (KvScaleFor
+// in kv_quant.h), so the stored values depend on the row alone.
 void StoreKvRowQuantized(const float* src, int n_heads, int head_dim, KvType type, uint8_t* codes,
-                         int64_t pos_stride, int32_t group_size, int32_t slot, float* scales);
+                         uint8_t* scales, int64_t scale_stride);
 
 // Converts n elements of `type` at src back to floats (scaled types: times
-// `scale`); what the attention kernel reads, on the active ISA.
+// `scale`, a KvScaleValue); what the attention kernel reads, on the active ISA.
 void LoadKvRow(const void* src, int64_t n, KvType type, float scale, float* dst);
 
 // The K/V of one sequence in one layer, as a list of blocks of block_size
@@ -106,11 +104,10 @@ void LoadKvRow(const void* src, int64_t n, KvType type, float scale, float* dst)
 // whose elements are of `type` (strides count elements, not bytes).
 // A contiguous cache is one block (scaled types: blocks of kKvScaleGroup);
 // a paged cache passes its block table.
-// Scaled types: element = code * k_scales[b][h] (v_scales for V).
-// Fresh rows: positions >= fresh_start are read as f32 from fresh_k/fresh_v
-// (row of position p at (p - fresh_start) * fresh_*_stride, head h at
-// h * head_dim within it) instead of the blocks: a step passes the K/V it
-// just computed so that its own positions are not read back rounded.
+// Scaled types: element = code * KvScaleValue(k_scales[b][h * block_size + s])
+// (v_scales for V): one scale byte per (position, head), head-major per block.
+// Every position is read as stored, the step's own positions included, so
+// what a position contributes never depends on which step computed it.
 struct KvView {
   KvType type = KvType::kF32;
   const void* const* k_blocks = nullptr;
@@ -120,16 +117,11 @@ struct KvView {
   int64_t k_head_stride = 0;
   int64_t v_pos_stride = 0;
   int64_t v_head_stride = 0;
-  const float* const* k_scales = nullptr;  // [n_blocks][n_head_kv], scaled types only
-  const float* const* v_scales = nullptr;
-  int32_t fresh_start = INT32_MAX;  // INT32_MAX: no fresh rows
-  const float* fresh_k = nullptr;
-  const float* fresh_v = nullptr;
-  int64_t fresh_k_stride = 0;
-  int64_t fresh_v_stride = 0;
+  const uint8_t* const* k_scales = nullptr;  // [n_blocks][n_head_kv * block_size], scaled types only
+  const uint8_t* const* v_scales = nullptr;
 };
 
-// Positions per scale group of a contiguous cache in a scaled type (a paged
+// Positions per block of a contiguous cache's view in a scaled type (a paged
 // cache uses its block size).
 inline constexpr int32_t kKvScaleGroup = 16;
 

@@ -8,8 +8,7 @@
 //
 // A tile is a run of query rows of one sequence and one KV head g; the `ratio`
 // query heads of that group are processed together so each K block is
-// transposed (and converted from f16 / dequantized) once. Positions at or
-// past the view's fresh_start are read from the step's f32 rows instead.
+// transposed (and converted from f16 / dequantized) once.
 // Keys are walked in blocks of kKeyBlock, the KV block table one block at a
 // time; a K block is dequantized in registers on its way into a transposed
 // [dk, kKeyBlock] copy (16x16 / 8x8 register transposes), so the scores of

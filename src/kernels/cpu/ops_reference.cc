@@ -62,15 +62,10 @@ void SiluMulReference(const float* gate, const float* up, int64_t n, float* out)
 
 namespace {
 
-// Element d of K (is_k) or V of the head at (pos, head) as a double: a fresh
-// f32 row, or the cached element decoded through tensor/fp16.h and
-// kv_quant.h's scalar codecs, independent of the kernels' conversions.
-double KvAt(const KvView& kv, bool is_k, int32_t pos, int head, int head_dim, int d) {
-  if (pos >= kv.fresh_start) {
-    const float* fresh = is_k ? kv.fresh_k : kv.fresh_v;
-    const int64_t stride = is_k ? kv.fresh_k_stride : kv.fresh_v_stride;
-    return fresh[(pos - kv.fresh_start) * stride + static_cast<int64_t>(head) * head_dim + d];
-  }
+// Element d of K (is_k) or V of the head at (pos, head) as a double: the
+// cached element decoded through tensor/fp16.h and kv_quant.h's scalar codecs
+// (the scale as 2^(byte - 127), by ldexp), independent of the kernels' conversions.
+double KvAt(const KvView& kv, bool is_k, int32_t pos, int head, int d) {
   const int64_t pos_stride = is_k ? kv.k_pos_stride : kv.v_pos_stride;
   const int64_t head_stride = is_k ? kv.k_head_stride : kv.v_head_stride;
   const int64_t i = (pos % kv.block_size) * pos_stride + head * head_stride + d;
@@ -82,7 +77,8 @@ double KvAt(const KvView& kv, bool is_k, int32_t pos, int head, int head_dim, in
     case KvType::kBf16: return BF16ToF32(static_cast<const uint16_t*>(block)[i]);
     case KvType::kFp8E4M3:
     case KvType::kInt8: {
-      const double scale = (is_k ? kv.k_scales : kv.v_scales)[b][head];
+      const uint8_t e = (is_k ? kv.k_scales : kv.v_scales)[b][head * kv.block_size + pos % kv.block_size];
+      const double scale = e == 0 ? 0.0 : std::ldexp(1.0, e - 127);
       const uint8_t c = static_cast<const uint8_t*>(block)[i];
       const double x = kv.type == KvType::kFp8E4M3 ? Fp8E4M3ToFloat(c) : static_cast<int8_t>(c);
       return x * scale;
@@ -96,8 +92,7 @@ double RoundToF16(double x) { return F16ToF32(F32ToF16(static_cast<float>(x))); 
 }  // namespace
 
 // With an f16 cache, q and the normalised weights are rounded to f16 as the
-// fast path does (see ops.h); everything else in double. Fresh rows (and the
-// f32 rows of an f16 view's fresh positions) are read unrounded.
+// fast path does (see ops.h); everything else in double.
 void AttentionReference(const AttentionShape& sh, const float* q, int64_t q_stride,
                         const int32_t* positions, const AttentionSeq* seqs, int n_seqs,
                         float* out, int64_t out_stride) {
@@ -121,7 +116,7 @@ void AttentionReference(const AttentionShape& sh, const float* q, int64_t q_stri
         for (int32_t j = 0; j <= p; ++j) {
           double s = 0.0;
           for (int d = 0; d < sh.head_dim_k; ++d) {
-            s += qd[d] * KvAt(kv, true, j, g, sh.head_dim_k, d);
+            s += qd[d] * KvAt(kv, true, j, g, d);
           }
           scores[j] = s * sh.scale;
           mx = std::max(mx, scores[j]);
@@ -132,7 +127,7 @@ void AttentionReference(const AttentionShape& sh, const float* q, int64_t q_stri
         for (int32_t j = 0; j <= p; ++j) {
           const double w = f16 ? RoundToF16(scores[j] / sum) : scores[j] / sum;
           for (int d = 0; d < sh.head_dim_v; ++d) {
-            acc[d] += w * KvAt(kv, false, j, g, sh.head_dim_v, d);
+            acc[d] += w * KvAt(kv, false, j, g, d);
           }
         }
         float* o = out + row * out_stride + static_cast<int64_t>(h) * sh.head_dim_v;

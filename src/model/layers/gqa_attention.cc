@@ -25,27 +25,6 @@ void AddBias(float* x, const float* b, int64_t n_rows, int64_t n) {
   }
 }
 
-// Per-phase precision with a cache type below f16 (bf16, fp8, int8): the
-// step's own positions are attended over as the f32 K/V just computed (the
-// prefill's full precision), earlier positions as stored. Needs the
-// sequence's rows to be consecutive batch rows at consecutive positions (how
-// the engine and Generator build batches); otherwise the view reads
-// everything from the cache, which is as correct, only rounded.
-void SetFreshRows(const SeqRows& seq, const int32_t* positions, const float* k, int64_t k_width,
-                  const float* v, int64_t v_width, kernels::KvView* view) {
-  if (seq.n_rows == 0) return;
-  const int32_t r0 = seq.rows[0];
-  const int32_t p0 = positions[r0];
-  for (int32_t i = 1; i < seq.n_rows; ++i) {
-    if (seq.rows[i] != r0 + i || positions[seq.rows[i]] != p0 + i) return;
-  }
-  view->fresh_start = p0;
-  view->fresh_k = k + r0 * k_width;
-  view->fresh_k_stride = k_width;
-  view->fresh_v = v + r0 * v_width;
-  view->fresh_v_stride = v_width;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<GqaAttention>> GqaAttention::Load(const WeightLoader& w, int layer,
@@ -110,12 +89,12 @@ void GqaAttention::Forward(const ForwardContext& ctx, int layer, const float* x,
     ctx.kv->WriteK(layer, ctx.seq_ids[t], ctx.positions[t], k + t * k_width());
     ctx.kv->WriteV(layer, ctx.seq_ids[t], ctx.positions[t], v + t * v_width());
   }
-  const bool fresh = kernels::KvTypeUsesFreshRows(ctx.kv->type());
+  // Every position, this step's included, is read back as stored: what a
+  // position contributes never depends on which step computed it.
   for (int s = 0; s < ctx.n_seqs; ++s) {
     ctx.attn_seqs[s].kv = ctx.kv->View(layer, ctx.seqs[s].seq_id);
     ctx.attn_seqs[s].rows = ctx.seqs[s].rows;
     ctx.attn_seqs[s].n_rows = ctx.seqs[s].n_rows;
-    if (fresh) SetFreshRows(ctx.seqs[s], ctx.positions, k, k_width(), v, v_width(), &ctx.attn_seqs[s].kv);
   }
   kernels::AttentionShape shape;
   shape.n_head = n_head_;
