@@ -281,6 +281,10 @@ const Plan kGemmPacked = {F32Bytes, CopyF32, F32Bytes, PackF32, ComputeGemmF32, 
 
 const Plan* Avx2Plan(DType type, int64_t n_tokens, BatchPath path) {
   const bool wide_gemm = n_tokens >= kGemmMinTokens;
+  // kPanel forces the panel itself; kAuto may take the fused kernel (same numbers).
+  if (path == BatchPath::kAuto || path == BatchPath::kPanel) {
+    if (const Plan* p = Avx2Int8PanelPlan(type, path == BatchPath::kPanel ? INT64_MAX : n_tokens)) return p;
+  }
   bool gemm = n_tokens > kInt8MaxTokens;
   if (path == BatchPath::kLegacy) gemm = n_tokens >= kGemmMinTokens;
   if (path == BatchPath::kGemv) gemm = false;
