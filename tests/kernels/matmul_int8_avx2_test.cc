@@ -58,15 +58,16 @@ void ExpectNearReference(const TensorView& w, const float* x, int64_t n_tokens, 
   }
 }
 
-// Every token count 1..67 (token tiles of 4 and their tails) and row counts
-// that leave partial 8-row groups and partial 32-row chunks.
-using PanelParam = std::tuple<DType, int64_t /*n_tokens*/, int64_t /*n_out*/>;
+// Both kernels (kPanel: the per-call panel; kGemv: the fused kernel reading
+// the weight rows), every token count 1..67 (token tiles and their tails),
+// row counts that leave partial 8-row groups and partial row chunks.
+using PanelParam = std::tuple<DType, BatchPath, int64_t /*n_tokens*/, int64_t /*n_out*/>;
 
 class MatMulInt8Avx2Test : public ::testing::TestWithParam<PanelParam> {};
 
 TEST_P(MatMulInt8Avx2Test, PanelMatchesReference) {
   if (!HasAvx2()) GTEST_SKIP() << "no AVX2";
-  const auto [type, n_tokens, n_out] = GetParam();
+  const auto [type, path, n_tokens, n_out] = GetParam();
   const int64_t n_in = 224;  // 7 blocks
   std::vector<uint8_t> storage;
   const TensorView w = MakeWeight(type, n_out, n_in, 77, storage);
@@ -75,10 +76,10 @@ TEST_P(MatMulInt8Avx2Test, PanelMatchesReference) {
   ThreadPool pool(2);
   {
     IsaGuard isa(Isa::kAvx2);
-    BatchPathGuard path(BatchPath::kPanel);
+    BatchPathGuard path_guard(path);
     MatMul(w, x.data(), n_tokens, got.data(), pool);
   }
-  ExpectNearReference(w, x.data(), n_tokens, got.data(), DTypeName(type));
+  ExpectNearReference(w, x.data(), n_tokens, got.data(), std::string(DTypeName(type)) + " " + BatchPathName(path));
 }
 
 std::vector<int64_t> TokenCounts() {
@@ -88,14 +89,46 @@ std::vector<int64_t> TokenCounts() {
 }
 
 std::string PanelParamName(const ::testing::TestParamInfo<PanelParam>& info) {
-  const auto [type, n_tokens, n_out] = info.param;
-  return std::string(DTypeName(type)) + "_t" + std::to_string(n_tokens) + "_r" + std::to_string(n_out);
+  const auto [type, path, n_tokens, n_out] = info.param;
+  return std::string(DTypeName(type)) + "_" + BatchPathName(path) + "_t" + std::to_string(n_tokens) + "_r" +
+         std::to_string(n_out);
 }
 
 INSTANTIATE_TEST_SUITE_P(PanelTypes, MatMulInt8Avx2Test,
                          ::testing::Combine(::testing::Values(DType::kQ4_0, DType::kQ8_0, DType::kQ4_1, DType::kQ5_0),
+                                            ::testing::Values(BatchPath::kPanel, BatchPath::kGemv),
                                             ::testing::ValuesIn(TokenCounts()), ::testing::Values<int64_t>(5, 37, 100)),
                          PanelParamName);
+
+// The fused kernel and the panel are one arithmetic: bitwise equal outputs
+// for every token count, partial groups included (kAuto picks between them
+// by n_tokens, so batch invariance rests on this).
+TEST(MatMulInt8Avx2Test, FusedKernelMatchesPanelBitwise) {
+  if (!HasAvx2()) GTEST_SKIP() << "no AVX2";
+  ThreadPool pool(2);
+  IsaGuard isa(Isa::kAvx2);
+  for (const DType type : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_1, DType::kQ5_0}) {
+    for (const int64_t n_out : {3, 8, 37, 100}) {
+      const int64_t n_in = 320;
+      std::vector<uint8_t> storage;
+      const TensorView w = MakeWeight(type, n_out, n_in, 21, storage);
+      for (const int64_t n_tokens : {1, 2, 3, 4, 5, 8, 13, 33, 64}) {
+        const std::vector<float> x = RandomActs(n_tokens, n_in, 3);
+        std::vector<float> fused(n_tokens * n_out, NAN), panel(n_tokens * n_out, NAN);
+        {
+          BatchPathGuard path(BatchPath::kGemv);
+          MatMul(w, x.data(), n_tokens, fused.data(), pool);
+        }
+        {
+          BatchPathGuard path(BatchPath::kPanel);
+          MatMul(w, x.data(), n_tokens, panel.data(), pool);
+        }
+        ASSERT_EQ(0, std::memcmp(fused.data(), panel.data(), fused.size() * sizeof(float)))
+            << DTypeName(type) << " n_out " << n_out << " n_tokens " << n_tokens;
+      }
+    }
+  }
+}
 
 // Bitwise batch invariance on AVX2 (BatchPath::kAuto): token t's row of y is
 // the same whatever n_tokens the call has, for every weight type, for row

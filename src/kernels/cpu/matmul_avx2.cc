@@ -19,6 +19,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "base/check.h"
@@ -30,9 +31,6 @@
 namespace pagoda::kernels::internal {
 namespace {
 
-// Quantized weights (BatchPath::kAuto): int8 plans up to this many tokens,
-// the f32 GEMM above.
-constexpr int64_t kInt8MaxTokens = 7;
 // F32/F16/BF16: the wide f32 plans below this many tokens, GEMM from it.
 constexpr int64_t kGemmMinTokens = 8;
 
@@ -94,7 +92,9 @@ struct WideKernel {
       for (int t = 0; t < T; ++t) {
         float s = Hsum(acc[r][t]);
         const float* a = reinterpret_cast<const float*>(act + t * as);
-        for (int64_t j = k; j < n_in; ++j) s += Load1<kType>(w + r * ws, j) * a[j];
+        // An explicit fma: left to -ffp-contract, the F16/BF16 rows (widened
+        // here) and their f32 panel (kGemmPacked) came out different.
+        for (int64_t j = k; j < n_in; ++j) s = std::fma(Load1<kType>(w + r * ws, j), a[j], s);
         y[t * ldy + r] = s;
       }
     }
@@ -281,14 +281,14 @@ const Plan kGemmPacked = {F32Bytes, CopyF32, F32Bytes, PackF32, ComputeGemmF32, 
 
 const Plan* Avx2Plan(DType type, int64_t n_tokens, BatchPath path) {
   const bool wide_gemm = n_tokens >= kGemmMinTokens;
-  // kPanel forces the panel itself; kAuto may take the fused kernel (same numbers).
-  if (path == BatchPath::kAuto || path == BatchPath::kPanel) {
-    if (const Plan* p = Avx2Int8PanelPlan(type, path == BatchPath::kPanel ? INT64_MAX : n_tokens)) return p;
+  if (path == BatchPath::kAuto || path == BatchPath::kPanel || path == BatchPath::kGemv) {
+    if (const Plan* p = Avx2Int8PanelPlan(type, n_tokens, path)) return p;
   }
-  bool gemm = n_tokens > kInt8MaxTokens;
-  if (path == BatchPath::kLegacy) gemm = n_tokens >= kGemmMinTokens;
-  if (path == BatchPath::kGemv) gemm = false;
-  if (path == BatchPath::kGemm) gemm = true;
+  // kLegacy: the choice before the int8 panel (Q8 GEMV below 8 tokens, the
+  // f32 GEMM from 8). kAuto (and kPanel, kGemv) reach here only for the
+  // K-quants, whose int8 GEMV is faster than the f32 GEMM at every batch
+  // size measured (1.1-7.8x at 8..512 tokens) and does not depend on it.
+  const bool gemm = path == BatchPath::kGemm || (path == BatchPath::kLegacy && n_tokens >= kGemmMinTokens);
   switch (type) {
     case DType::kF32: return wide_gemm ? &kGemmF32 : &kWideF32;
     case DType::kF16: return wide_gemm ? &kGemmPacked : &kWideF16;

@@ -102,24 +102,32 @@ struct Traits<DType::kQ4_0> {
   using Block = BlockQ4_0;
   static constexpr bool kNib = true, kMin = false, kSigned = false;
   static constexpr int kOffset = 8, kQsAt = 2;
+  static constexpr int kTileG = 2, kTileT = 2;  // panel register tile (groups x tokens)
+  static constexpr int64_t kPanelMinTokens = 8;  // panel / fused: fused/panel 0.85x at 4, 1.0-1.15x at 8
 };
 template <>
 struct Traits<DType::kQ4_1> {
   using Block = BlockQ4_1;
   static constexpr bool kNib = true, kMin = true, kSigned = false;
   static constexpr int kOffset = 0, kQsAt = 4;
+  static constexpr int kTileG = 2, kTileT = 2;  // panel register tile (groups x tokens)
+  static constexpr int64_t kPanelMinTokens = 8;  // panel / fused: 0.73x at 4, 1.13x at 8
 };
 template <>
 struct Traits<DType::kQ5_0> {
   using Block = BlockQ5_0;
   static constexpr bool kNib = false, kMin = false, kSigned = false;
   static constexpr int kOffset = 16, kQsAt = 6;
+  static constexpr int kTileG = 2, kTileT = 2;  // panel register tile (groups x tokens)
+  static constexpr int64_t kPanelMinTokens = 8;  // panel / fused: 0.85x at 4, 1.26x at 8
 };
 template <>
 struct Traits<DType::kQ8_0> {
   using Block = BlockQ8_0;
   static constexpr bool kNib = false, kMin = false, kSigned = true;
   static constexpr int kOffset = 0, kQsAt = 2;
+  static constexpr int kTileG = 1, kTileT = 4;  // panel register tile (groups x tokens)
+  static constexpr int64_t kPanelMinTokens = 32;  // panel / fused: 0.95x at 16, 1.0-1.14x at 32
 };
 
 // Bytes of one (8 rows, 32-block) of the panel.
@@ -281,6 +289,8 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const int8_t* const* a, in
     for (int t = 0; t < T; ++t) s[g][t] = _mm256_setzero_si256();
   if constexpr (Tr::kNib) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
+    // Rolled: unrolled, GCC hoists every product and spills the tile.
+#pragma GCC unroll 1
     for (int q = 0; q < 4; ++q) {
       __m256i lo[G], hi[G];
       for (int g = 0; g < G; ++g) {
@@ -462,14 +472,11 @@ void ComputeFused(const uint8_t* w, int64_t ws, int64_t n_rows, const uint8_t* a
 
 constexpr int64_t kPanelChunk = 32;  // rows per panel (a multiple of 8 * kG)
 constexpr int64_t kFusedChunk = 16;  // rows per fused work item
-// From this many tokens the per-call panel pays for itself (measured, see
-// docs/PERFORMANCE.md "AVX2 int8 panel"); below, the fused kernel.
-constexpr int64_t kPanelMinTokens = 8;
 
 template <DType kType>
 constexpr Plan MakePanelPlan() {
   return {ActBytes, ConvertAct, Layout<Traits<kType>>::RowBytes, PackPanel<kType>,
-          ComputeTiles<PanelKernel<kType>, 1, 4>, kPanelChunk};
+          ComputeTiles<PanelKernel<kType>, Traits<kType>::kTileG, Traits<kType>::kTileT>, kPanelChunk};
 }
 
 template <DType kType>
@@ -481,6 +488,11 @@ const Plan kPanel[] = {MakePanelPlan<DType::kQ4_0>(), MakePanelPlan<DType::kQ4_1
                        MakePanelPlan<DType::kQ8_0>()};
 const Plan kFused[] = {MakeFusedPlan<DType::kQ4_0>(), MakeFusedPlan<DType::kQ4_1>(), MakeFusedPlan<DType::kQ5_0>(),
                        MakeFusedPlan<DType::kQ8_0>()};
+
+// From kPanelMinTokens (measured as thread CPU time, docs/PERFORMANCE.md
+// "AVX2 int8 panel") the per-call panel pays for itself; below, the fused kernel.
+constexpr int64_t kPanelMin[] = {Traits<DType::kQ4_0>::kPanelMinTokens, Traits<DType::kQ4_1>::kPanelMinTokens,
+                                 Traits<DType::kQ5_0>::kPanelMinTokens, Traits<DType::kQ8_0>::kPanelMinTokens};
 
 int PlanIndex(DType type) {
   switch (type) {
@@ -494,10 +506,12 @@ int PlanIndex(DType type) {
 
 }  // namespace
 
-const Plan* Avx2Int8PanelPlan(DType type, int64_t n_tokens) {
+const Plan* Avx2Int8PanelPlan(DType type, int64_t n_tokens, BatchPath path) {
   const int i = PlanIndex(type);
   if (i < 0) return nullptr;
-  return n_tokens >= kPanelMinTokens ? &kPanel[i] : &kFused[i];
+  if (path == BatchPath::kGemv) return &kFused[i];
+  if (path == BatchPath::kPanel) return &kPanel[i];
+  return n_tokens >= kPanelMin[i] ? &kPanel[i] : &kFused[i];
 }
 
 }  // namespace pagoda::kernels::internal
