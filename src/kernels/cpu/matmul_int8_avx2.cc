@@ -15,6 +15,15 @@
 //   f32 dw[8]: the block scale of each row; f32 mw[8]: Q4_1 min
 // and a broadcast of 4 activation bytes times one level vector advances all
 // 8 row sums at once (vpmaddubsw + vpmaddwd; no horizontal reduction).
+// Register tile 2 groups x 2 tokens (Q8_0: 1 x 4); 32-row panels.
+//
+// Small batches do not pay for the panel (its per-call repack costs about a
+// decode pass over the weights), so below Traits::kPanelMinTokens (8; Q8_0
+// 32) a fused kernel reads the weight rows directly, 8 rows x up to 4
+// tokens: Q4_0/Q4_1 pack each block into a stack buffer and run the panel's
+// BlockStep on it; Q5_0/Q8_0 multiply each row in element order and reduce
+// the 8 rows' partial sums with an hadd tree (no 8x8 transpose). Either way
+// the integer block dots and the f32 fold are the panel's.
 //
 // vpmaddubsw multiplies u8 by s8 and adds pairs with i16 saturation, so the
 // unsigned operand is always the weight level and the activations stay
@@ -28,11 +37,15 @@
 // off * sum(q_x), so every kernel has the exact integer block dot
 // isum = sum_k level_k * q_x,k.
 //
-// f32 arithmetic, the same for every kernel and tile position (so an output
-// does not depend on n_tokens, bitwise): per output, over blocks b in order,
+// f32 arithmetic (Fold), the same for every kernel and tile position, so
+// an output does not depend on n_tokens or the kernel, bitwise (the
+// server's batch invariance; tests/kernels/matmul_int8_avx2_test.cc):
+// per output, over blocks b in order,
 //   acc = fma(float(isum_b), dw_b * dx_b, acc)        (acc starts at 0)
 //   acc = fma(mw_b, xs_b, acc)                         (Q4_1 only)
 // Explicit fma / mul intrinsics only, so -ffp-contract cannot change it.
+// AVX-VNNI (vpdpbusd ymm) is not used: Zen 3 lacks it, and its u8 x s8
+// operand order would need the activations offset (+128) as on AVX-512.
 #include <immintrin.h>
 
 #include <algorithm>
