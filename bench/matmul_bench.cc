@@ -12,6 +12,7 @@
 //                [--ab-tokens=1,2,4,8,16,32,64] [--ab-rounds=7] [--threads=N]
 //                [--ab-cpu]   (with --threads=1: thread CPU time, see Now())
 //                [--ab-b-packed]  (B reads copies packed at load: packed_weights.h)
+//                [--ab-shapes=2048x2048,8192x2048]  (n_out x n_in)
 // Batched-decode A/B (no Google Benchmark): for each type, shape (2048x2048,
 // 8192x2048) and n_tokens, rounds alternate BatchPath A and B (see matmul.h:
 // legacy = int8 GEMV below 8 tokens and bf16 GEMM from 8, as before the int8
@@ -22,6 +23,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -134,6 +136,7 @@ struct AbOptions {
   std::vector<int64_t> tokens = {1, 2, 4, 8, 16, 32, 64};
   int rounds = 7;
   bool b_packed = false;  // --ab-b-packed: B reads load-time packed copies (packed_weights.h)
+  std::vector<std::array<int64_t, 2>> shapes = {{2048, 2048}, {8192, 2048}};
 };
 
 double MedianOf(std::vector<double> v) {
@@ -168,7 +171,7 @@ double TimeCalls(const std::vector<TensorView>& views, const float* x, int64_t n
 }
 
 int RunAb(const AbOptions& o) {
-  const int64_t shapes[][2] = {{2048, 2048}, {8192, 2048}};
+  const auto& shapes = o.shapes;
   std::printf("# matmul A/B: A = %s, B = %s; isa %s, threads %d, %d rounds, %s time\n", BatchPathName(o.a),
               BatchPathName(o.b), IsaName(ActiveIsa()), g_threads, o.rounds, g_cpu_clock ? "thread CPU" : "wall");
   std::printf("| type | shape | n_tok | A us/call | B us/call | A us/tok | B us/tok | A/B |\n");
@@ -284,6 +287,16 @@ int main(int argc, char** argv) {
           return 2;
         }
         abo.tokens.push_back(n);
+      }
+    } else if (std::strncmp(argv[i], "--ab-shapes=", 12) == 0) {
+      abo.shapes.clear();
+      for (const std::string& v : pagoda::kernels::SplitCommas(argv[i] + 12)) {
+        long long n_out = 0, n_in = 0;
+        if (std::sscanf(v.c_str(), "%lldx%lld", &n_out, &n_in) != 2 || n_out <= 0 || n_in <= 0) {
+          std::fprintf(stderr, "bad --ab-shapes entry %s\n", v.c_str());
+          return 2;
+        }
+        abo.shapes.push_back({n_out, n_in});
       }
     } else if (std::strncmp(argv[i], "--ab-types=", 11) == 0) {
       abo.types.clear();

@@ -202,27 +202,30 @@ TEST(MatMulBoundsTest, ReadsOnlyTheWeightBytes) {
     const bool k_quant = GetDTypeInfo(type).block_size == 256;
     const std::vector<int64_t> widths = k_quant ? std::vector<int64_t>{256, 512}
                                                 : std::vector<int64_t>{32, 64, 96, 128, 160, 192, 2080};
+    // 5 rows: a partial row group; 16: whole groups (AVX2 8, AVX-512 16 rows)
+    // whose last block ends at the guard page.
     for (int64_t n_in : widths) {
-      const int64_t n_out = 5;
-      std::vector<uint8_t> storage;
-      TensorView w = MakeWeight(type, n_out, n_in, 99, storage);
-      GuardedBuffer guarded(storage.size());
-      std::memcpy(guarded.data(), storage.data(), storage.size());
-      w.data = guarded.data();
-      for (int64_t n_tokens : {1, 2, 9, 17}) {
-        std::mt19937 rng(5);
-        std::normal_distribution<float> dist(0.0f, 1.0f);
-        std::vector<float> x(n_tokens * n_in);
-        for (auto& v : x) v = dist(rng);
-        for (Isa isa : SupportedIsas()) {
-          for (BatchPath path : kAllPaths) {
-            IsaGuard guard(isa);
-            BatchPathGuard path_guard(path);
-            std::vector<float> got(n_tokens * n_out, NAN);
-            MatMul(w, x.data(), n_tokens, got.data(), pool);
-            ExpectNearReference(w, x.data(), n_tokens, got.data(),
-                                std::string(DTypeName(type)) + " " + IsaName(isa) + " " + BatchPathName(path) +
-                                    " n_in " + std::to_string(n_in));
+      for (const int64_t n_out : {int64_t{5}, int64_t{16}}) {
+        std::vector<uint8_t> storage;
+        TensorView w = MakeWeight(type, n_out, n_in, 99, storage);
+        GuardedBuffer guarded(storage.size());
+        std::memcpy(guarded.data(), storage.data(), storage.size());
+        w.data = guarded.data();
+        for (int64_t n_tokens : {1, 2, 9, 17}) {
+          std::mt19937 rng(5);
+          std::normal_distribution<float> dist(0.0f, 1.0f);
+          std::vector<float> x(n_tokens * n_in);
+          for (auto& v : x) v = dist(rng);
+          for (Isa isa : SupportedIsas()) {
+            for (BatchPath path : kAllPaths) {
+              IsaGuard guard(isa);
+              BatchPathGuard path_guard(path);
+              std::vector<float> got(n_tokens * n_out, NAN);
+              MatMul(w, x.data(), n_tokens, got.data(), pool);
+              ExpectNearReference(w, x.data(), n_tokens, got.data(),
+                                  std::string(DTypeName(type)) + " " + IsaName(isa) + " " + BatchPathName(path) +
+                                      " n_in " + std::to_string(n_in) + " n_out " + std::to_string(n_out));
+            }
           }
         }
       }

@@ -50,12 +50,16 @@ const char* IsaName(Isa isa);
 
 // Kernel family for quantized weights (A/B runs and tests; F32/F16/BF16
 // weights are not affected):
-//   kAuto   the measured choice per ISA, type and n_tokens
+//   kAuto   the measured choice per ISA, type and n_tokens (on AVX2 every
+//           choice gives bitwise the same row whatever n_tokens is)
 //   kLegacy int8 GEMV plans below 8 tokens, dequantizing GEMM from 8 (the
 //           choice before the int8 panel existed)
-//   kGemv   the int8 GEMV register-tile plans for every n_tokens
-//   kPanel  the int8 panel ("small GEMM") for every n_tokens (AVX-512; AVX2
-//           and scalar fall back to kAuto)
+//   kGemv   the int8 GEMV register-tile plans for every n_tokens (AVX2
+//           Q4_0/Q4_1/Q5_0/Q8_0: the panel's fused kernel, which reads the
+//           weight rows directly)
+//   kPanel  the int8 panel ("small GEMM") for every n_tokens (AVX-512, and
+//           AVX2 for Q4_0/Q4_1/Q5_0/Q8_0; other types and scalar fall back
+//           to kAuto)
 //   kGemm   the dequantize-to-bf16 (AVX2: f32) GEMM for every n_tokens
 // The environment variable PAGODA_BATCH_PATH (auto|legacy|gemv|panel|gemm)
 // sets the initial value.

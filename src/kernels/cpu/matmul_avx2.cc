@@ -1,24 +1,31 @@
-// AVX2 + FMA + F16C MatMul plans, for CPUs without AVX-512.
+// AVX2 + FMA + F16C MatMul plans, for CPUs without AVX-512 (Zen 3).
 //
-// No int8 panel ("small GEMM") twin yet: quantized weights use the Q8 GEMV
-// tiles up to kInt8MaxTokens and the f32 GEMM above (BatchPath kGemv / kGemm
-// force one of them; kPanel falls back to this choice).
+// Every kAuto choice here is batch invariant: a token's output row is
+// bitwise the same whatever n_tokens the call has (the server's batch- and
+// cache-invariance rest on it; MatMulBatchInvarianceAvx2Test):
+//  * Q4_0/Q4_1/Q5_0/Q8_0: the int8 panel of matmul_int8_avx2.cc (8 rows per
+//    ymm, per-32 Q8 activations, vpmaddubsw + vpmaddwd), with a fused kernel
+//    of the same arithmetic for small batches. 1.0-1.3x the old Q8 GEMV at
+//    1 token, 1.4-4x the f32 GEMM from 8 tokens (docs/PERFORMANCE.md, "AVX2
+//    int8 panel"). Error: activation rounding, |dx| <= amax_blk / 254.
+//  * Q4_K/Q5_K/Q6_K: the int8 GEMV of matmul_kquant_avx2.cc for every
+//    n_tokens (faster than the f32 GEMM at every batch size measured;
+//    per-output arithmetic independent of the token tile).
+//  * F32/F16/BF16: weights widened to f32, f32 FMA, in the wide plans
+//    below kGemmMinTokens and the f32 GEMM from it; both run WideKernel on
+//    the same f32 weight values (widened here, or dequantized exactly into
+//    the panel), the tail with an explicit fma, so they agree bitwise.
 //
-//  decode (n_tokens < kGemmMinTokens):
-//   * Q4_0/Q5_0/Q4_1/Q8_0: activations -> Q8 per 32-block (max-abs,
-//     d = amax / 127), vpmaddubsw + vpmaddwd int8 dots, one f32 FMA per block.
-//     Unsigned levels (Q4_0/Q5_0/Q4_1) multiply the signed activations
-//     directly; the level offset (-8, -16) or the Q4_1 min is added per block
-//     through the activation sum (d_x * sum(q_x)). Q8_0 uses the sign trick
-//     (|w| x sign(a, w)). Error: activation rounding, |dx| <= amax_blk / 254.
-//   * Q4_K/Q5_K/Q6_K: integer dots, see matmul_kquant_avx2.cc.
-//   * F32/F16/BF16: weights widened to f32, f32 FMA.
-//  prefill (n_tokens >= kGemmMinTokens): a chunk of weight rows is
-//   dequantized to an f32 panel (the reference dequantizer), then a 3-row x
-//   4-token f32 FMA register tile (exact products, f32 accumulation).
+// Kept for A/B runs (BatchPath kLegacy, the choice before the panel; kGemm):
+//  * the Q8 GEMV below: activations -> Q8 per 32-block, vpmaddubsw +
+//    vpmaddwd, one f32 FMA per block into 8 lanes, offsets / Q4_1 min via
+//    the activation sum, Q8_0 with the sign trick (|w| x sign(a, w));
+//  * the f32 GEMM: a chunk of weight rows dequantized to an f32 panel (the
+//    reference dequantizer), then a 3-row x 4-token f32 FMA register tile.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "base/check.h"
@@ -30,9 +37,6 @@
 namespace pagoda::kernels::internal {
 namespace {
 
-// Quantized weights (BatchPath::kAuto): int8 plans up to this many tokens,
-// the f32 GEMM above.
-constexpr int64_t kInt8MaxTokens = 7;
 // F32/F16/BF16: the wide f32 plans below this many tokens, GEMM from it.
 constexpr int64_t kGemmMinTokens = 8;
 
@@ -94,7 +98,9 @@ struct WideKernel {
       for (int t = 0; t < T; ++t) {
         float s = Hsum(acc[r][t]);
         const float* a = reinterpret_cast<const float*>(act + t * as);
-        for (int64_t j = k; j < n_in; ++j) s += Load1<kType>(w + r * ws, j) * a[j];
+        // An explicit fma: left to -ffp-contract, the F16/BF16 rows (widened
+        // here) and their f32 panel (kGemmPacked) came out different.
+        for (int64_t j = k; j < n_in; ++j) s = std::fma(Load1<kType>(w + r * ws, j), a[j], s);
         y[t * ldy + r] = s;
       }
     }
@@ -281,10 +287,14 @@ const Plan kGemmPacked = {F32Bytes, CopyF32, F32Bytes, PackF32, ComputeGemmF32, 
 
 const Plan* Avx2Plan(DType type, int64_t n_tokens, BatchPath path) {
   const bool wide_gemm = n_tokens >= kGemmMinTokens;
-  bool gemm = n_tokens > kInt8MaxTokens;
-  if (path == BatchPath::kLegacy) gemm = n_tokens >= kGemmMinTokens;
-  if (path == BatchPath::kGemv) gemm = false;
-  if (path == BatchPath::kGemm) gemm = true;
+  if (path == BatchPath::kAuto || path == BatchPath::kPanel || path == BatchPath::kGemv) {
+    if (const Plan* p = Avx2Int8PanelPlan(type, n_tokens, path)) return p;
+  }
+  // kLegacy: the choice before the int8 panel (Q8 GEMV below 8 tokens, the
+  // f32 GEMM from 8). kAuto (and kPanel, kGemv) reach here only for the
+  // K-quants, whose int8 GEMV is faster than the f32 GEMM at every batch
+  // size measured (1.1-7.8x at 8..512 tokens) and does not depend on it.
+  const bool gemm = path == BatchPath::kGemm || (path == BatchPath::kLegacy && n_tokens >= kGemmMinTokens);
   switch (type) {
     case DType::kF32: return wide_gemm ? &kGemmF32 : &kWideF32;
     case DType::kF16: return wide_gemm ? &kGemmPacked : &kWideF16;

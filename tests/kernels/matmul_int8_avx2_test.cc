@@ -1,0 +1,178 @@
+// The AVX2 int8 panel (src/kernels/cpu/matmul_int8_avx2.cc) against the
+// scalar reference, and batch invariance of every weight type on AVX2: a
+// token's output row must not depend, bitwise, on how many tokens share the
+// call (the server's batch- and cache-invariance rests on it).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quantize.h"
+#include "kernels/matmul_test_support.h"
+
+namespace pagoda::kernels {
+namespace {
+
+bool HasAvx2() { return static_cast<int>(DetectedIsa()) >= static_cast<int>(Isa::kAvx2); }
+
+std::vector<float> RandomActs(int64_t n_tokens, int64_t n_in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(n_tokens * n_in);
+  for (auto& v : x) v = dist(rng);
+  // A few large activations: blocks with very different scales.
+  for (int64_t i = 0; i < n_tokens * n_in; i += 97) x[i] *= 30.0f;
+  return x;
+}
+
+// Same bound as MatMulTest (matmul_test.cc): activation Q8 rounding per
+// 32-block, |y - y_ref| <= (1/254 + 1/256) * sum_k |w_k| * amax_blk(x)_k + slack.
+void ExpectNearReference(const TensorView& w, const float* x, int64_t n_tokens, const float* got,
+                         const std::string& what) {
+  const int64_t n_in = w.ne[0], n_out = w.rows();
+  std::vector<float> want(n_tokens * n_out), wrow(n_in);
+  MatMulReference(w, x, n_tokens, want.data());
+  const double eps = 1.0 / 254 + 1.0 / 256;
+  for (int64_t r = 0; r < n_out; ++r) {
+    ASSERT_TRUE(DequantizeRow(w.type, w.row(r), wrow.data(), n_in).ok());
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const float* xt = x + t * n_in;
+      double bound = 0.0;
+      for (int64_t k0 = 0; k0 < n_in; k0 += 32) {
+        double amax = 0.0, wsum = 0.0;
+        for (int64_t k = k0; k < k0 + 32; ++k) {
+          amax = std::max(amax, std::fabs(static_cast<double>(xt[k])));
+          wsum += std::fabs(wrow[k]);
+        }
+        bound += wsum * amax;
+      }
+      bound = eps * bound + 1e-4 * (1 + std::fabs(want[t * n_out + r]));
+      ASSERT_NEAR(got[t * n_out + r], want[t * n_out + r], bound) << what << " token " << t << " row " << r;
+    }
+  }
+}
+
+// Both kernels (kPanel: the per-call panel; kGemv: the fused kernel reading
+// the weight rows), every token count 1..67 (token tiles and their tails),
+// row counts that leave partial 8-row groups and partial row chunks.
+using PanelParam = std::tuple<DType, BatchPath, int64_t /*n_tokens*/, int64_t /*n_out*/>;
+
+class MatMulInt8Avx2Test : public ::testing::TestWithParam<PanelParam> {};
+
+TEST_P(MatMulInt8Avx2Test, PanelMatchesReference) {
+  if (!HasAvx2()) GTEST_SKIP() << "no AVX2";
+  const auto [type, path, n_tokens, n_out] = GetParam();
+  const int64_t n_in = 224;  // 7 blocks
+  std::vector<uint8_t> storage;
+  const TensorView w = MakeWeight(type, n_out, n_in, 77, storage);
+  const std::vector<float> x = RandomActs(n_tokens, n_in, static_cast<uint32_t>(n_tokens));
+  std::vector<float> got(n_tokens * n_out, NAN);
+  ThreadPool pool(2);
+  {
+    IsaGuard isa(Isa::kAvx2);
+    BatchPathGuard path_guard(path);
+    MatMul(w, x.data(), n_tokens, got.data(), pool);
+  }
+  ExpectNearReference(w, x.data(), n_tokens, got.data(), std::string(DTypeName(type)) + " " + BatchPathName(path));
+}
+
+std::vector<int64_t> TokenCounts() {
+  std::vector<int64_t> v;
+  for (int64_t n = 1; n <= 67; ++n) v.push_back(n);
+  return v;
+}
+
+std::string PanelParamName(const ::testing::TestParamInfo<PanelParam>& info) {
+  const auto [type, path, n_tokens, n_out] = info.param;
+  return std::string(DTypeName(type)) + "_" + BatchPathName(path) + "_t" + std::to_string(n_tokens) + "_r" +
+         std::to_string(n_out);
+}
+
+INSTANTIATE_TEST_SUITE_P(PanelTypes, MatMulInt8Avx2Test,
+                         ::testing::Combine(::testing::Values(DType::kQ4_0, DType::kQ8_0, DType::kQ4_1, DType::kQ5_0),
+                                            ::testing::Values(BatchPath::kPanel, BatchPath::kGemv),
+                                            ::testing::ValuesIn(TokenCounts()), ::testing::Values<int64_t>(5, 37, 100)),
+                         PanelParamName);
+
+// The fused kernel and the panel are one arithmetic: bitwise equal outputs
+// for every token count, partial groups included (kAuto picks between them
+// by n_tokens, so batch invariance rests on this).
+TEST(MatMulInt8Avx2Test, FusedKernelMatchesPanelBitwise) {
+  if (!HasAvx2()) GTEST_SKIP() << "no AVX2";
+  ThreadPool pool(2);
+  IsaGuard isa(Isa::kAvx2);
+  for (const DType type : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_1, DType::kQ5_0}) {
+    for (const int64_t n_out : {3, 8, 37, 100}) {
+      const int64_t n_in = 320;
+      std::vector<uint8_t> storage;
+      const TensorView w = MakeWeight(type, n_out, n_in, 21, storage);
+      for (const int64_t n_tokens : {1, 2, 3, 4, 5, 8, 13, 33, 64}) {
+        const std::vector<float> x = RandomActs(n_tokens, n_in, 3);
+        std::vector<float> fused(n_tokens * n_out, NAN), panel(n_tokens * n_out, NAN);
+        {
+          BatchPathGuard path(BatchPath::kGemv);
+          MatMul(w, x.data(), n_tokens, fused.data(), pool);
+        }
+        {
+          BatchPathGuard path(BatchPath::kPanel);
+          MatMul(w, x.data(), n_tokens, panel.data(), pool);
+        }
+        ASSERT_EQ(0, std::memcmp(fused.data(), panel.data(), fused.size() * sizeof(float)))
+            << DTypeName(type) << " n_out " << n_out << " n_tokens " << n_tokens;
+      }
+    }
+  }
+}
+
+// Bitwise batch invariance on AVX2 (BatchPath::kAuto): token t's row of y is
+// the same whatever n_tokens the call has, for every weight type, for row
+// counts that leave partial groups and chunks, and with two threads (the
+// rows are shared out differently for different token counts).
+class MatMulBatchInvarianceAvx2Test : public ::testing::TestWithParam<DType> {};
+
+TEST_P(MatMulBatchInvarianceAvx2Test, RowDoesNotDependOnTokenCount) {
+  if (!HasAvx2()) GTEST_SKIP() << "no AVX2";
+  const DType type = GetParam();
+  const int64_t block = GetDTypeInfo(type).block_size;
+  // F32/F16/BF16: a width with a tail after the 8-wide loop.
+  const int64_t n_in = block == 256 ? 512 : block == 32 ? 256 : 260;
+  const int64_t n_out = 100;
+  const int64_t kMax = 512;
+  std::vector<uint8_t> storage;
+  const TensorView w = MakeWeight(type, n_out, n_in, 5, storage);
+  const std::vector<float> x = RandomActs(kMax, n_in, 9);
+  ThreadPool pool(2);
+  IsaGuard isa(Isa::kAvx2);
+  BatchPathGuard path(BatchPath::kAuto);
+  std::vector<float> want(kMax * n_out, NAN);
+  MatMul(w, x.data(), kMax, want.data(), pool);
+  for (const int64_t n_tokens : {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17, 31, 64, 67, 100}) {
+    std::vector<float> got(n_tokens * n_out, NAN);
+    MatMul(w, x.data(), n_tokens, got.data(), pool);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      ASSERT_EQ(0, std::memcmp(got.data() + t * n_out, want.data() + t * n_out, n_out * sizeof(float)))
+          << DTypeName(type) << ": token " << t << " of " << n_tokens << " differs from the same token of " << kMax;
+    }
+  }
+  // A token's row also does not depend on its position in the batch.
+  std::vector<float> one(n_out, NAN);
+  for (const int64_t t : {int64_t{0}, int64_t{5}, int64_t{63}, kMax - 1}) {
+    MatMul(w, x.data() + t * n_in, 1, one.data(), pool);
+    ASSERT_EQ(0, std::memcmp(one.data(), want.data() + t * n_out, n_out * sizeof(float)))
+        << DTypeName(type) << ": token " << t << " alone differs from it in a batch of " << kMax;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatMulBatchInvarianceAvx2Test,
+                         ::testing::Values(DType::kQ4_0, DType::kQ8_0, DType::kQ4_1, DType::kQ5_0, DType::kQ4_K,
+                                           DType::kQ5_K, DType::kQ6_K, DType::kF32, DType::kF16, DType::kBF16),
+                         [](const ::testing::TestParamInfo<DType>& info) { return std::string(DTypeName(info.param)); });
+
+}  // namespace
+}  // namespace pagoda::kernels
