@@ -6,7 +6,11 @@
 // small, block-misaligned prefill chunks. The reference is the request alone
 // on a fresh engine with prefix caching off; greedy references are also
 // checked against Generator (the contiguous cache, another code path).
-// Real models: stories260K and the synthetic qwen2 (GQA, biases).
+// Models: stories260K and the synthetic qwen2 (GQA, biases), real F32
+// checkpoints; a random-weight GQA llama in Q4_0 (the quantized kernels);
+// and an F32 checkpoint with --decode-weights q4_0 (generated positions go
+// through the decode copy, also when recomputed after preemption).
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
@@ -18,6 +22,7 @@
 #include "engine/engine.h"
 #include "engine/generator.h"
 #include "model/paged_kv_cache.h"
+#include "model/random_model.h"
 #include "support/loaded_model.h"
 #include "support/test_paths.h"
 
@@ -89,12 +94,38 @@ RunResult RunTogether(Engine& engine, const std::vector<EngineRequest>& reqs) {
   return out;
 }
 
+// "random_q4_0" / "random_decode_q4_0": a random-weight llama written at
+// test time (8 heads, 2 KV heads of 32; Q4_0 matrices and LM head, or F32
+// with Q4_0 decode copies); anything else: a file of ../shared/testdata.
 class CacheInvarianceTest : public ::testing::TestWithParam<std::tuple<const char*, KvType>> {
  protected:
   void SetUp() override {
     const auto& [model, type] = GetParam();
-    if (!testing::HaveTestData(model)) GTEST_SKIP() << "test data " << model << " is absent";
-    l_ = testing::LoadModelAndTokenizer(testing::TestDataPath(model), 2);
+    const std::string name = model;
+    if (name.rfind("random", 0) == 0) {
+      RandomModelSpec spec;
+      spec.n_embd = 256;
+      spec.n_head = 8;
+      spec.n_head_kv = 2;
+      spec.n_ff = 512;
+      spec.n_vocab = 320;
+      spec.seed = 5;
+      ModelOptions options;
+      if (name == "random_q4_0") {
+        spec.weight_type = DType::kQ4_0;
+        spec.output_type = DType::kQ4_0;
+      } else {
+        spec.weight_type = DType::kF32;
+        options.decode_weights = DType::kQ4_0;
+      }
+      const std::string path = (testing::TempDirForProcess() / ("pagoda_cacheinv_" + name + ".gguf")).string();
+      ASSERT_TRUE(WriteRandomModel(spec, path).ok());
+      l_ = testing::LoadModelAndTokenizer(path, 2, options);
+      std::filesystem::remove(path);
+    } else {
+      if (!testing::HaveTestData(model)) GTEST_SKIP() << "test data " << model << " is absent";
+      l_ = testing::LoadModelAndTokenizer(testing::TestDataPath(model), 2);
+    }
     ASSERT_TRUE(l_.model);
     type_ = type;
     reqs_ = Requests(l_.model->n_vocab(), l_.tokenizer->bos() >= 0 ? l_.tokenizer->bos() : 1);
@@ -219,7 +250,7 @@ TEST_P(CacheInvarianceTest, PreemptedAndRecomputedRequestsGiveTheAloneAnswers) {
 
 INSTANTIATE_TEST_SUITE_P(
     ModelsAndTypes, CacheInvarianceTest,
-    ::testing::Combine(::testing::Values("stories260K.gguf", "synthetic/qwen2.gguf"),
+    ::testing::Combine(::testing::Values("stories260K.gguf", "synthetic/qwen2.gguf", "random_q4_0", "random_decode_q4_0"),
                        ::testing::Values(KvType::kF16, KvType::kBf16, KvType::kFp8E4M3, KvType::kInt8)),
     [](const auto& info) {
       std::string m = std::get<0>(info.param);

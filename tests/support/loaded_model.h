@@ -20,7 +20,8 @@ struct LoadedModel {
   std::unique_ptr<Model> model;
 };
 
-inline LoadedModel LoadModelAndTokenizer(const std::string& path, int threads) {
+inline LoadedModel LoadModelAndTokenizer(const std::string& path, int threads,
+                                         const ModelOptions& options = ModelOptions()) {
   LoadedModel l;
   auto file = GgufFile::Open(path);
   EXPECT_TRUE(file.ok()) << file.status().ToString();
@@ -31,7 +32,7 @@ inline LoadedModel LoadModelAndTokenizer(const std::string& path, int threads) {
   if (!tok.ok()) return l;
   l.tokenizer = std::move(tok).value();
   l.pool = std::make_unique<ThreadPool>(threads);
-  auto model = LoadModel(shared, *l.pool);
+  auto model = LoadModel(shared, *l.pool, options);
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   if (model.ok()) l.model = std::move(model).value();
   return l;
