@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <string>
 
+#include "kernels/cpu/packed_weights.h"
 #include "model/kv_cache.h"
 
 namespace pagoda {
@@ -77,6 +79,62 @@ Result<SpeedBenchResult> RunSpeedBench(Model& model, const SpeedBenchOptions& op
     }
   }
   return res;
+}
+
+LinearWeights CountLinearWeights(const GgufFile& file, const DecodeWeightsInfo& decode) {
+  LinearWeights lw;
+  const bool has_output = file.FindTensor("output.weight") != nullptr;
+  const GgufMetadata& md = file.metadata();
+  const auto arch = md.GetStringOr("general.architecture", "");
+  const std::string prefix = arch.ok() ? *arch + "." : "";
+  const auto int_or_0 = [&](const std::string& key) {
+    const auto v = md.GetIntOr(key, 0);
+    return v.ok() ? static_cast<double>(*v) : 0.0;
+  };
+  const double n_expert = int_or_0(prefix + "expert_count");
+  const double n_used = int_or_0(prefix + "expert_used_count");
+  const bool packing = kernels::WeightPackingEnabled();
+  const GgufTensorInfo* first = nullptr;
+  for (const GgufTensorInfo& t : file.tensors()) {
+    if (t.n_dims < 2) continue;
+    const bool embd = t.name == "token_embd.weight";
+    if (embd && has_output) continue;
+    const bool head = embd || t.name == "output.weight";
+    if (first == nullptr && !head) first = &t;
+    const bool packed = packing && kernels::CanPackWeight(file.View(t));
+    auto g = std::find_if(lw.groups.begin(), lw.groups.end(),
+                          [&](const LinearWeights::Group& x) {
+                            return x.type == t.type && x.packed == packed && x.head == head;
+                          });
+    if (g == lw.groups.end()) g = lw.groups.insert(g, LinearWeights::Group{t.type, packed, head, 0, 0});
+    ++g->n_tensors;
+    g->bytes += t.nbytes;
+    const double share = t.n_dims >= 3 && n_expert > 0 && n_used > 0 ? n_used / n_expert : 1.0;
+    lw.decode_bytes += share * static_cast<double>(t.nbytes);
+    if (!head) lw.prefill_params += share * static_cast<double>(t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]);
+  }
+  if (decode.type) {
+    lw.decode_type = decode.type;
+    lw.decode_bytes += static_cast<double>(decode.bytes - decode.source_bytes);
+    if (first != nullptr && packing) {
+      TensorView probe = file.View(*first);
+      probe.type = *decode.type;
+      lw.decode_packed = kernels::CanPackWeight(probe);
+    }
+  }
+  return lw;
+}
+
+double TgBytesPerToken(double weight_bytes, const KvCacheSpec& kv, KvType kv_type, const SpeedBenchOptions& opt) {
+  const int64_t elem = kernels::KvTypeSize(kv_type);
+  const int64_t scale = kernels::KvTypeHasScales(kv_type) ? 1 : 0;  // one byte per (position, head)
+  double per_position = 0;  // bytes of one cached position over all layers
+  for (const KvLayerSpec& l : kv.layers) {
+    per_position += static_cast<double>((l.k_width() + l.v_width()) * elem);
+    per_position += static_cast<double>(scale * l.n_head_kv * (l.head_dim_v > 0 ? 2 : 1));
+  }
+  const double mean_positions = opt.n_depth + (opt.n_gen + 1) / 2.0;
+  return weight_bytes / std::max(1, opt.n_parallel) + per_position * mean_positions;
 }
 
 }  // namespace pagoda

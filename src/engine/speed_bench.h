@@ -8,9 +8,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "base/status.h"
+#include "gguf/gguf_file.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 
 namespace pagoda {
@@ -33,5 +36,36 @@ struct SpeedBenchResult {
 double Median(std::vector<double> v);
 
 Result<SpeedBenchResult> RunSpeedBench(Model& model, const SpeedBenchOptions& options);
+
+// The linear weights (MatMul operands) of a checkpoint, from its tensor list,
+// for the bounds `pagoda bench` prints beside its figures: every tensor of two
+// or more dimensions except token_embd.weight, which is looked up, not
+// multiplied (it counts as the LM head when there is no output.weight).
+// Expert tensors ([n_in, n_out, n_expert]) count <arch>.expert_used_count /
+// <arch>.expert_count of their size, what one token reads.
+struct LinearWeights {
+  struct Group {
+    DType type = DType::kF32;
+    bool packed = false;  // has a load-time packed copy (kernels/cpu/packed_weights.h)
+    bool head = false;    // the LM head: in pp it multiplies the last token only
+    int64_t n_tensors = 0;
+    int64_t bytes = 0;
+  };
+  std::vector<Group> groups;  // by (type, packed, head), in order of first appearance
+  // Decode tokens' weights when --decode-weights made copies (DecodeWeightsInfo).
+  std::optional<DType> decode_type;
+  bool decode_packed = false;
+  double decode_bytes = 0;    // weight bytes one decode step reads, LM head included
+  double prefill_params = 0;  // weights multiplied per prompt token; LM head excluded
+                              // (pp computes the logits of its last token only)
+};
+LinearWeights CountLinearWeights(const GgufFile& file, const DecodeWeightsInfo& decode = {});
+
+// Bytes a tg step reads per generated token, on average over the run: the
+// decode weights once per step, shared by its n_parallel tokens, plus each
+// sequence's K and V rows (and scales) of every cached position in every
+// layer (n_depth + i + 1 at step i). Activations, the embedding row and
+// logits are left out (well under 1 % for a 1B model).
+double TgBytesPerToken(double weight_bytes, const KvCacheSpec& kv, KvType kv_type, const SpeedBenchOptions& opt);
 
 }  // namespace pagoda

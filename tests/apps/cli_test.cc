@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -256,6 +257,48 @@ TEST_F(CliTest, MakeModelThenGenerateAndBench) {
   EXPECT_EQ(b.exit_code, 0) << b.err;
   EXPECT_NE(b.out.find("pp32"), std::string::npos);
   EXPECT_NE(b.out.find("tg8"), std::string::npos);
+}
+
+// pagoda bench --membw: the machine's read bandwidth, no model.
+TEST_F(CliTest, BenchMembwPrintsBandwidth) {
+  RunResult r = RunPagoda({"bench", "--membw", "-t", "1", "--membw-passes", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("GB/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| membw | 1 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cpu: "), std::string::npos) << r.out;
+  EXPECT_EQ(RunPagoda({"bench", "--membw", "--membw-passes", "-1"}).exit_code, 2);
+  EXPECT_EQ(RunPagoda({"bench", "--membw", "--membw-passes", "x"}).exit_code, 2);
+  EXPECT_EQ(RunPagoda({"bench", "--membw", "-m", "x.gguf"}).exit_code, 2);
+  EXPECT_EQ(RunPagoda({"bench", "--membw", "--membw-passes", "0"}).exit_code, 1);
+}
+
+// pagoda bench prints the CPU, the ISA the kernels use and the kernel of each
+// weight type before the table, and a bound beside each figure.
+TEST_F(CliTest, BenchPrintsCpuKernelPathsAndBounds) {
+  std::string m = Path("bench.gguf");
+  ASSERT_EQ(RunPagoda({"make-model", "-o", m, "--type", "q4_0", "--n-embd", "128", "--n-layer", "2", "--n-head",
+                       "4", "--n-head-kv", "2", "--n-ff", "256", "--n-vocab", "512"})
+                .exit_code,
+            0);
+  RunResult b = RunPagoda({"bench", "-m", m, "-p", "8", "-n", "4", "-r", "1", "--membw-passes", "2"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.out.find("cpu: "), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("kernels dispatch to "), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("kernels: Q4_0"), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("tg (1 tok) "), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("pp (8 tok) "), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("membw: "), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("GOP/s"), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("% of "), std::string::npos) << b.out;
+  // PAGODA_ISA=scalar is honoured and named; --membw-passes 0 skips the bound.
+  ::setenv("PAGODA_ISA", "scalar", 1);
+  RunResult s = RunPagoda({"bench", "-m", m, "-p", "8", "-n", "2", "-r", "1", "--membw-passes", "0"});
+  ::unsetenv("PAGODA_ISA");
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.out.find("kernels dispatch to scalar"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("PAGODA_ISA=scalar"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("scalar/dequant-f32"), std::string::npos) << s.out;
+  EXPECT_EQ(s.out.find("membw: "), std::string::npos) << s.out;
 }
 
 // pagoda quantize (docs/QUANTIZATION.md): stories260K to Q8_0, then generate

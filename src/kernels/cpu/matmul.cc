@@ -92,11 +92,11 @@ const internal::Plan* SelectPlan(DType type, int64_t n_tokens) {
 // The plan reading w.packed (packed_weights.h; every token count, single
 // tokens included), or null when this call cannot use it: another ISA, or a
 // batch path forced to a kernel family that does not read packed weights.
-const internal::Plan* SelectPackedPlan(const TensorView& w, int64_t n_tokens) {
-  if (w.packed == nullptr || ActiveIsa() != Isa::kAvx512) return nullptr;
+const internal::Plan* SelectPackedPlan(DType type, bool packed, int64_t n_tokens) {
+  if (!packed || ActiveIsa() != Isa::kAvx512) return nullptr;
   const BatchPath path = ActiveBatchPath();
   if (path != BatchPath::kAuto && path != BatchPath::kPanel) return nullptr;
-  return internal::Avx512PackedPlan(w.type, n_tokens);
+  return internal::Avx512PackedPlan(type, n_tokens);
 }
 
 // Activation conversion is worth splitting across threads only for prefill.
@@ -150,6 +150,12 @@ const char* IsaName(Isa isa) {
     case Isa::kAvx512: return "avx512";
   }
   return "?";
+}
+
+const char* PlanName(DType type, int64_t n_tokens, bool packed) {
+  const internal::Plan* p = SelectPackedPlan(type, packed, n_tokens);
+  if (p == nullptr) p = SelectPlan(type, n_tokens);
+  return p != nullptr ? p->name : "none";
 }
 
 Status CheckMatMulWeight(const TensorView& w) {
@@ -255,7 +261,7 @@ void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t
     const TensorView& w = *targets[i].w;
     PAGODA_CHECK(w.ne[0] == job.n_in) << "MatMulShared: " << w.name << " has a different input width";
     Part& pt = job.parts[i];
-    pt.plan = SelectPackedPlan(w, n_tokens);
+    pt.plan = SelectPackedPlan(w.type, w.packed != nullptr, n_tokens);
     if (pt.plan != nullptr) {
       pt.wdata = static_cast<const uint8_t*>(w.packed);
       pt.w_stride = internal::Avx512PackedRowStride(w.type, job.n_in);

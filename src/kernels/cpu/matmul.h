@@ -48,6 +48,13 @@ void SetIsaForTesting(Isa isa);
 Isa ActiveIsa();
 const char* IsaName(Isa isa);
 
+// The kernel MatMul runs now (active ISA and batch path) for a weight of
+// `type` and a call of n_tokens rows, as "<isa>/<kernel family>", e.g.
+// "avx512/vnni-gemv"; `packed`: the weight has a load-time packed copy
+// (TensorView::packed, packed_weights.h). The same selection MatMul makes, so
+// `pagoda bench` prints what it measures. "none" when no kernel takes the type.
+const char* PlanName(DType type, int64_t n_tokens, bool packed);
+
 // Kernel family for quantized weights (A/B runs and tests; F32/F16/BF16
 // weights are not affected):
 //   kAuto   the measured choice per ISA, type and n_tokens (on AVX2 every

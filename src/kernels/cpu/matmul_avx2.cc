@@ -269,19 +269,23 @@ void ComputeGemmF32(const uint8_t* w, int64_t ws, int64_t n_rows, const uint8_t*
 constexpr int64_t kDecodeChunk = 16;
 constexpr int64_t kPanelChunk = 24;
 
-const Plan kWideF32 = {F32Bytes, CopyF32, nullptr, nullptr, ComputeWide<DType::kF32>, kDecodeChunk};
-const Plan kWideF16 = {F32Bytes, CopyF32, nullptr, nullptr, ComputeWide<DType::kF16>, kDecodeChunk};
-const Plan kWideBF16 = {F32Bytes, CopyF32, nullptr, nullptr, ComputeWide<DType::kBF16>, kDecodeChunk};
+const Plan kWideF32 = {F32Bytes, CopyF32, nullptr, nullptr, ComputeWide<DType::kF32>, kDecodeChunk,
+                        "avx2/wide-gemv"};
+const Plan kWideF16 = {F32Bytes, CopyF32, nullptr, nullptr, ComputeWide<DType::kF16>, kDecodeChunk,
+                        "avx2/wide-gemv"};
+const Plan kWideBF16 = {F32Bytes, CopyF32, nullptr, nullptr, ComputeWide<DType::kBF16>, kDecodeChunk,
+                         "avx2/wide-gemv"};
 const Plan kQ8Q4_0 = {Q8Bytes, ConvertQ8, nullptr, nullptr, ComputeQ8<DType::kQ4_0, sizeof(BlockQ4_0)>,
-                      kDecodeChunk};
+                      kDecodeChunk, "avx2/q8-gemv"};
 const Plan kQ8Q4_1 = {Q8Bytes, ConvertQ8, nullptr, nullptr, ComputeQ8<DType::kQ4_1, sizeof(BlockQ4_1)>,
-                      kDecodeChunk};
+                      kDecodeChunk, "avx2/q8-gemv"};
 const Plan kQ8Q5_0 = {Q8Bytes, ConvertQ8, nullptr, nullptr, ComputeQ8<DType::kQ5_0, sizeof(BlockQ5_0)>,
-                      kDecodeChunk};
+                      kDecodeChunk, "avx2/q8-gemv"};
 const Plan kQ8Q8_0 = {Q8Bytes, ConvertQ8, nullptr, nullptr, ComputeQ8<DType::kQ8_0, sizeof(BlockQ8_0)>,
-                      kDecodeChunk};
-const Plan kGemmF32 = {F32Bytes, CopyF32, nullptr, nullptr, ComputeGemmF32, kPanelChunk};
-const Plan kGemmPacked = {F32Bytes, CopyF32, F32Bytes, PackF32, ComputeGemmF32, kPanelChunk};
+                      kDecodeChunk, "avx2/q8-gemv"};
+const Plan kGemmF32 = {F32Bytes, CopyF32, nullptr, nullptr, ComputeGemmF32, kPanelChunk, "avx2/f32-gemm"};
+const Plan kGemmPacked = {F32Bytes, CopyF32, F32Bytes, PackF32, ComputeGemmF32, kPanelChunk,
+                          "avx2/dequant-f32-gemm"};
 
 }  // namespace
 

@@ -479,14 +479,22 @@ void ComputeBf16(const uint8_t* w, int64_t ws, int64_t n_rows, const uint8_t* ac
 constexpr int64_t kDecodeChunk = 16;
 constexpr int64_t kPanelChunk = 32;
 
-const Plan kWideF32 = {F32Bytes, CopyF32, nullptr, nullptr, ComputeWide<DType::kF32>, kDecodeChunk};
-const Plan kWideF16 = {F32Bytes, CopyF32, nullptr, nullptr, ComputeWide<DType::kF16>, kDecodeChunk};
-const Plan kWideBF16 = {F32Bytes, CopyF32, nullptr, nullptr, ComputeWide<DType::kBF16>, kDecodeChunk};
-const Plan kVnniQ4_0 = {Q8Bytes, ConvertQ8<8>, nullptr, nullptr, ComputeVnni<DType::kQ4_0, 8>, kDecodeChunk};
-const Plan kVnniQ5_0 = {Q8Bytes, ConvertQ8<16>, nullptr, nullptr, ComputeVnni<DType::kQ5_0, 16>, kDecodeChunk};
-const Plan kVnniQ8_0 = {Q8Bytes, ConvertQ8<128>, nullptr, nullptr, ComputeVnni<DType::kQ8_0, 128>, kDecodeChunk};
-const Plan kVnniQ4_1 = {Q8Bytes, ConvertQ8<-1>, nullptr, nullptr, ComputeVnni<DType::kQ4_1, -1>, kDecodeChunk};
-const Plan kGemmBf16 = {Bf16Bytes, ConvertBf16, Bf16Bytes, PackBf16, ComputeBf16, kPanelChunk};
+const Plan kWideF32 = {F32Bytes, CopyF32, nullptr, nullptr, ComputeWide<DType::kF32>, kDecodeChunk,
+                        "avx512/wide-gemv"};
+const Plan kWideF16 = {F32Bytes, CopyF32, nullptr, nullptr, ComputeWide<DType::kF16>, kDecodeChunk,
+                        "avx512/wide-gemv"};
+const Plan kWideBF16 = {F32Bytes, CopyF32, nullptr, nullptr, ComputeWide<DType::kBF16>, kDecodeChunk,
+                         "avx512/wide-gemv"};
+const Plan kVnniQ4_0 = {Q8Bytes, ConvertQ8<8>, nullptr, nullptr, ComputeVnni<DType::kQ4_0, 8>, kDecodeChunk,
+                        "avx512/vnni-gemv"};
+const Plan kVnniQ5_0 = {Q8Bytes, ConvertQ8<16>, nullptr, nullptr, ComputeVnni<DType::kQ5_0, 16>, kDecodeChunk,
+                        "avx512/vnni-gemv"};
+const Plan kVnniQ8_0 = {Q8Bytes, ConvertQ8<128>, nullptr, nullptr, ComputeVnni<DType::kQ8_0, 128>, kDecodeChunk,
+                        "avx512/vnni-gemv"};
+const Plan kVnniQ4_1 = {Q8Bytes, ConvertQ8<-1>, nullptr, nullptr, ComputeVnni<DType::kQ4_1, -1>, kDecodeChunk,
+                        "avx512/vnni-gemv"};
+const Plan kGemmBf16 = {Bf16Bytes, ConvertBf16, Bf16Bytes, PackBf16, ComputeBf16, kPanelChunk,
+                         "avx512/dequant-bf16-gemm"};
 
 enum class QuantKernel { kGemv, kPanel, kGemm };
 

@@ -575,12 +575,13 @@ constexpr int64_t kFusedChunk = 16;  // rows per fused work item
 template <DType kType>
 constexpr Plan MakePanelPlan() {
   return {ActBytes, ConvertAct, Layout<Traits<kType>>::RowBytes, PackPanel<kType>,
-          ComputeTiles<PanelKernel<kType>, Traits<kType>::kTileG, Traits<kType>::kTileT>, kPanelChunk};
+          ComputeTiles<PanelKernel<kType>, Traits<kType>::kTileG, Traits<kType>::kTileT>, kPanelChunk,
+          "avx2/int8-panel"};
 }
 
 template <DType kType>
 constexpr Plan MakeFusedPlan() {
-  return {ActBytes, ConvertAct, nullptr, nullptr, ComputeFused<kType, 4>, kFusedChunk};
+  return {ActBytes, ConvertAct, nullptr, nullptr, ComputeFused<kType, 4>, kFusedChunk, "avx2/int8-fused-gemv"};
 }
 
 const Plan kPanel[] = {MakePanelPlan<DType::kQ4_0>(), MakePanelPlan<DType::kQ4_1>(), MakePanelPlan<DType::kQ5_0>(),

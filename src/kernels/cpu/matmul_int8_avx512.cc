@@ -634,7 +634,7 @@ template <DType kType>
 constexpr Plan MakePlan() {
   using U = Unpack<kType>;
   return {U8ActBytes, ConvertU8, PanelLayout<U::kB, U::kMin>::RowBytes, PackPanel<kType>,
-          ComputeTiles<PanelKernel<U::kB, U::kMin>>, kPanelChunk};
+          ComputeTiles<PanelKernel<U::kB, U::kMin>>, kPanelChunk, "avx512/int8-panel"};
 }
 
 const Plan kQ4_0 = MakePlan<DType::kQ4_0>();
@@ -644,11 +644,13 @@ const Plan kQ8_0 = MakePlan<DType::kQ8_0>();
 const Plan kQ4_K = MakePlan<DType::kQ4_K>();
 const Plan kQ5_K = MakePlan<DType::kQ5_K>();
 const Plan kQ6_K = MakePlan<DType::kQ6_K>();
-const Plan kPackedQ4_0 = {U8ActBytes, ConvertS8, nullptr, nullptr, ComputeTiles<PackedQ4_0Kernel>, kPanelChunk};
+const Plan kPackedQ4_0 = {U8ActBytes, ConvertS8, nullptr, nullptr, ComputeTiles<PackedQ4_0Kernel>, kPanelChunk,
+                             "avx512/packed-gemv"};
 // Large batches: unpack each chunk of the packed groups into the panel, then
 // the panel kernel (no unpacking in the inner loop).
 const Plan kPackedQ4_0Panel = {U8ActBytes, ConvertU8, PanelLayout<32, false>::RowBytes, UnpackPackedQ4_0,
-                               ComputeTiles<PanelKernel<32, false>>, kPanelChunk};
+                               ComputeTiles<PanelKernel<32, false>>, kPanelChunk,
+                               "avx512/packed-panel"};
 
 }  // namespace
 

@@ -30,6 +30,8 @@ struct Plan {
   void (*compute)(const uint8_t* w, int64_t w_stride, int64_t n_rows, const uint8_t* act, int64_t act_stride,
                   int64_t n_tok, int64_t n_in, float* y, int64_t ldy);
   int64_t row_chunk;
+  // "<isa>/<kernel family>", e.g. "avx512/int8-panel" (PlanName, pagoda bench).
+  const char* name;
 };
 
 // Each returns null when the ISA has no plan for (type, n_tokens).

@@ -209,9 +209,12 @@ void ComputeK(const uint8_t* w, int64_t ws, int64_t n_rows, const uint8_t* act, 
 
 constexpr int64_t kDecodeChunk = 16;
 
-const Plan kQ4K = {Q8KBytes, ConvertQ8K, nullptr, nullptr, ComputeK<K4Kernel<false>>, kDecodeChunk};
-const Plan kQ5K = {Q8KBytes, ConvertQ8K, nullptr, nullptr, ComputeK<K4Kernel<true>>, kDecodeChunk};
-const Plan kQ6K = {Q8KBytes, ConvertQ8K, nullptr, nullptr, ComputeK<Q6KKernel>, kDecodeChunk};
+const Plan kQ4K = {Q8KBytes, ConvertQ8K, nullptr, nullptr, ComputeK<K4Kernel<false>>, kDecodeChunk,
+                   "avx2/q8k-gemv"};
+const Plan kQ5K = {Q8KBytes, ConvertQ8K, nullptr, nullptr, ComputeK<K4Kernel<true>>, kDecodeChunk,
+                   "avx2/q8k-gemv"};
+const Plan kQ6K = {Q8KBytes, ConvertQ8K, nullptr, nullptr, ComputeK<Q6KKernel>, kDecodeChunk,
+                   "avx2/q8k-gemv"};
 
 }  // namespace
 

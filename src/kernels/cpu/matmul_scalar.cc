@@ -37,7 +37,7 @@ void ComputeF32(const uint8_t* w, int64_t w_stride, int64_t n_rows, const uint8_
   }
 }
 
-const Plan kPlan = {F32RowBytes, CopyF32, F32RowBytes, DequantRows, ComputeF32, 8};
+const Plan kPlan = {F32RowBytes, CopyF32, F32RowBytes, DequantRows, ComputeF32, 8, "scalar/dequant-f32"};
 
 }  // namespace
 
