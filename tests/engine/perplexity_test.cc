@@ -166,8 +166,10 @@ TEST_P(KvDtypeRandomModelTest, FollowsF16) {
   // perplexity; FP8 and int8 are far outside the bound here
   // (measured +114..131% and +5.6..10.7%, agreement 0.62..0.69 and
   // 0.86..0.90; docs/PERFORMANCE.md). The bounds sit just outside the
-  // measured values, as a regression guard.
-  ExpectWithinBounds(acc, {{KvType::kBf16, 0.01, 0.965}, {KvType::kFp8E4M3, 1.4, 0.6}, {KvType::kInt8, 0.13, 0.84}});
+  // measured values, as a regression guard; they hold on every ISA (the
+  // weights' kernels round differently per ISA: on AVX2 bf16 MQA measured
+  // +1.06 %, FP8 up to +137 %).
+  ExpectWithinBounds(acc, {{KvType::kBf16, 0.015, 0.965}, {KvType::kFp8E4M3, 1.6, 0.6}, {KvType::kInt8, 0.13, 0.84}});
   std::filesystem::remove(path);
 }
 

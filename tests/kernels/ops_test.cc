@@ -123,7 +123,7 @@ TEST(SiluMulTest, MatchesReference) {
   const auto up = RandomVector(1000, 7);
   std::vector<float> got(1000), want(1000);
   SiluMulReference(gate.data(), up.data(), 1000, want.data());
-  // Every ISA twin (the AVX-512 one is compiled separately).
+  // Every ISA twin (the AVX-512 and AVX2 ones are compiled separately).
   const Isa saved = ActiveIsa();
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
     if (static_cast<int>(isa) > static_cast<int>(DetectedIsa())) continue;

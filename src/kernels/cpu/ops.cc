@@ -103,6 +103,7 @@ void Softmax(float* x, int64_t n) {
 
 void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
   if (ActiveIsa() == Isa::kAvx512) return internal::SiluMulAvx512(gate, up, n, out);
+  if (ActiveIsa() == Isa::kAvx2) return internal::SiluMulAvx2(gate, up, n, out);
   for (int64_t i = 0; i < n; ++i) out[i] = SiluApprox(gate[i]) * up[i];
 }
 

@@ -10,5 +10,6 @@ namespace pagoda::kernels::internal {
 
 // out[i] = silu(gate[i]) * up[i]. Call only when the ISA is available.
 void SiluMulAvx512(const float* gate, const float* up, int64_t n, float* out);
+void SiluMulAvx2(const float* gate, const float* up, int64_t n, float* out);
 
 }  // namespace pagoda::kernels::internal
