@@ -28,6 +28,14 @@ bool HasAvx2() {
 #endif
 }
 
+struct FreeBuffer {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
+}  // namespace
+
+namespace internal {
+
 uint64_t SumLinesGeneric(const uint8_t* p, int64_t n_lines) {
   uint64_t acc[8] = {};
   for (int64_t i = 0; i < n_lines; ++i) {
@@ -40,11 +48,7 @@ uint64_t SumLinesGeneric(const uint8_t* p, int64_t n_lines) {
   return s;
 }
 
-struct FreeBuffer {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-
-}  // namespace
+}  // namespace internal
 
 Result<MemBandwidth> MeasureReadBandwidth(ThreadPool& pool, const MemBandwidthOptions& opt) {
   const int nth = pool.size();
@@ -65,7 +69,7 @@ Result<MemBandwidth> MeasureReadBandwidth(ThreadPool& pool, const MemBandwidthOp
   // read from cache.
   pool.Run([&](int ith, int) { std::memset(base + ith * slice, 0x5a + ith, static_cast<size_t>(slice)); });
 
-  const auto sum = HasAvx2() ? internal::SumLinesAvx2 : SumLinesGeneric;
+  const auto sum = HasAvx2() ? internal::SumLinesAvx2 : internal::SumLinesGeneric;
   std::atomic<uint64_t> sink{0};  // the sums land here, so the loads stay live
   std::vector<double> rates;
   // One untimed pass first (page-table walks, frequency ramp-up).

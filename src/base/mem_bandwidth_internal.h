@@ -9,5 +9,7 @@ namespace pagoda::internal {
 // Sum of the 64-bit words of n_lines 64-byte lines at p (64-byte aligned), so
 // that the loads cannot be optimized away.
 uint64_t SumLinesAvx2(const uint8_t* p, int64_t n_lines);
+// The portable twin (any alignment).
+uint64_t SumLinesGeneric(const uint8_t* p, int64_t n_lines);
 
 }  // namespace pagoda::internal

@@ -4,9 +4,10 @@
 // positions [0, positions[i]] of its own sequence, so a sequence's earlier
 // positions must be in the KV cache already or earlier in this batch.
 // Logits are produced for the tokens with want_logits set, in batch order.
-// decode[i] marks the single new token of a sequence that is generating (as
-// opposed to prompt / recompute tokens); with --decode-weights those tokens
-// go through the decode copy of the weights. Empty = every token is prefill.
+// decode[i] marks a generated token (position past its sequence's prompt),
+// however it is scheduled: a decode step, or a recomputation after
+// preemption; with --decode-weights those tokens go through the decode copy
+// of the weights. Empty = every token is prefill.
 // The engine thread builds and reuses one Batch (Clear() keeps capacity).
 #pragma once
 

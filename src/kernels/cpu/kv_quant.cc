@@ -72,10 +72,6 @@ int KvScaleExponent(KvType type, float amax) {
 
 }  // namespace
 
-float KvScaleFor(KvType type, float amax) {
-  return KvScaleValue(KvScaleByte(type, amax));
-}
-
 uint8_t KvScaleByte(KvType type, float amax) {
   if (!(amax > 0.0f)) return 0;
   return static_cast<uint8_t>(KvScaleExponent(type, amax) + 127);

@@ -34,7 +34,5 @@ float KvCodeMax(KvType type);
 // 2^-126), as an E8M0 byte (KvScaleValue); 0 (scale 0) for amax == 0. amax
 // must be finite and >= 0 (callers clamp inf/NaN rows).
 uint8_t KvScaleByte(KvType type, float amax);
-// KvScaleValue(KvScaleByte(type, amax)).
-float KvScaleFor(KvType type, float amax);
 
 }  // namespace pagoda::kernels

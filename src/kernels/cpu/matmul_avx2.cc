@@ -31,6 +31,7 @@
 #include "base/check.h"
 #include "kernels/cpu/matmul_internal.h"
 #include "kernels/cpu/matmul_tile_loop.h"
+#include "kernels/cpu/q8_block_avx2.h"
 #include "kernels/cpu/quantize.h"
 #include "tensor/blocks.h"
 
@@ -125,33 +126,11 @@ void ConvertQ8(const float* x, int64_t n_in, void* dst) {
   int8_t* qs = static_cast<int8_t*>(dst);
   float* dv = reinterpret_cast<float*>(qs + n_in);
   float* ds = dv + nb;
-  const __m256 sign = _mm256_set1_ps(-0.0f);
   for (int64_t b = 0; b < nb; ++b) {
-    __m256 v[4];
-    __m256 amax = _mm256_setzero_ps();
-    for (int i = 0; i < 4; ++i) {
-      v[i] = _mm256_loadu_ps(x + 32 * b + 8 * i);
-      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[i]));
-    }
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-    const float d = _mm_cvtss_f32(m4) / 127.0f;
-    const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-    __m256i q[4];
-    for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id));
-    const __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
-    // i32 -> i16 -> i8 (saturating; |q| <= 127), then undo the lane interleave of the packs.
-    const __m256i p16a = _mm256_packs_epi32(q[0], q[1]);
-    const __m256i p16b = _mm256_packs_epi32(q[2], q[3]);
-    __m256i p8 = _mm256_packs_epi16(p16a, p16b);
-    p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * b), p8);
+    int32_t sum = 0;
+    const float d = QuantizeBlock32Avx2(x + 32 * b, qs + 32 * b, &sum);
     dv[b] = d;
-    ds[b] = d * static_cast<float>(_mm_cvtsi128_si32(s4));
+    ds[b] = d * static_cast<float>(sum);
   }
 }
 

@@ -55,6 +55,8 @@
 #include <vector>
 
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/matmul_tile_loop.h"
+#include "kernels/cpu/q8_block_avx2.h"
 #include "tensor/blocks.h"
 
 namespace pagoda::kernels::internal {
@@ -72,33 +74,9 @@ void ConvertAct(const float* x, int64_t n_in, void* dst) {
   float* dv = reinterpret_cast<float*>(qs + n_in);
   int32_t* sums = reinterpret_cast<int32_t*>(dv + nb);
   float* xs = reinterpret_cast<float*>(sums + nb);
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  const __m256i lim = _mm256_set1_epi32(127), nlim = _mm256_set1_epi32(-127);
   for (int64_t b = 0; b < nb; ++b) {
-    __m256 v[4];
-    __m256 amax = _mm256_setzero_ps();
-    for (int i = 0; i < 4; ++i) {
-      v[i] = _mm256_loadu_ps(x + 32 * b + 8 * i);
-      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[i]));
-    }
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-    const float d = _mm_cvtss_f32(m4) / 127.0f;
-    const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-    __m256i q[4];
-    for (int i = 0; i < 4; ++i) {
-      q[i] = _mm256_max_epi32(_mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(v[i], id)), lim), nlim);
-    }
-    const __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
-    // i32 -> i16 -> i8, then undo the lane interleave of the packs.
-    __m256i p8 = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-    p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 32 * b), p8);
-    const int sum = _mm_cvtsi128_si32(s4);
+    int32_t sum = 0;
+    const float d = QuantizeBlock32Avx2(x + 32 * b, qs + 32 * b, &sum);
     dv[b] = d;
     sums[b] = sum;
     xs[b] = d * static_cast<float>(sum);
@@ -519,32 +497,12 @@ struct FusedRowsKernel {
   }
 };
 
-template <class K, int G, int T>
-inline void RunTokens(int nt, const uint8_t* p, int64_t gs, int64_t rows_left, const uint8_t* act, int64_t as,
-                      int64_t n_in, float* y, int64_t ldy) {
-  if constexpr (T >= 1) {
-    if (nt == T) return K::template Run<G, T>(p, gs, rows_left, act, as, n_in, y, ldy);
-    RunTokens<K, G, T - 1>(nt, p, gs, rows_left, act, as, n_in, y, ldy);
-  }
-}
-
 // ps: bytes per row of the panel (an 8-row group is 8 * ps bytes). Token
 // tiles outer (their activations stay in L1), groups of rows inner.
 template <class K, int kG, int kT>
 void ComputeTiles(const uint8_t* p, int64_t ps, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
                   int64_t n_in, float* y, int64_t ldy) {
-  const int64_t gs = 8 * ps;
-  const int64_t n_groups = (n_rows + 7) / 8;
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kT) {
-    const int nt = static_cast<int>(std::min<int64_t>(kT, n_tok - t0));
-    const uint8_t* at = act + t0 * as;
-    float* yt = y + t0 * ldy;
-    int64_t g = 0;
-    for (; g + kG <= n_groups; g += kG) {
-      RunTokens<K, kG, kT>(nt, p + g * gs, gs, n_rows - 8 * g, at, as, n_in, yt + 8 * g, ldy);
-    }
-    for (; g < n_groups; ++g) RunTokens<K, 1, kT>(nt, p + g * gs, gs, n_rows - 8 * g, at, as, n_in, yt + 8 * g, ldy);
-  }
+  GroupTileLoop<K, 8, kG, kT>(p, ps, n_rows, act, as, n_tok, n_in, y, ldy);
 }
 
 // The fused kernel over raw weight rows (stride ws); a partial last group
@@ -560,9 +518,9 @@ void ComputeFused(const uint8_t* w, int64_t ws, int64_t n_rows, const uint8_t* a
     const int nt = static_cast<int>(std::min<int64_t>(kT, n_tok - t0));
     const uint8_t* at = act + t0 * as;
     float* yt = y + t0 * ldy;
-    for (int64_t r = 0; r < full; r += 8) RunTokens<K, 1, kT>(nt, w + r * ws, ws, 8, at, as, n_in, yt + r, ldy);
+    for (int64_t r = 0; r < full; r += 8) RunGroupTok<K, 1, kT>(nt, w + r * ws, ws, 8, at, as, n_in, yt + r, ldy);
     if (full < n_rows) {
-      RunTokens<K, 1, kT>(nt, pad.data(), RawRowBytes<kType>(n_in), n_rows - full, at, as, n_in, yt + full, ldy);
+      RunGroupTok<K, 1, kT>(nt, pad.data(), RawRowBytes<kType>(n_in), n_rows - full, at, as, n_in, yt + full, ldy);
     }
   }
 }

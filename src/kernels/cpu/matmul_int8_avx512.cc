@@ -29,6 +29,7 @@
 
 #include "base/check.h"
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/matmul_tile_loop.h"
 #include "tensor/blocks.h"
 
 namespace pagoda::kernels::internal {
@@ -593,15 +594,6 @@ struct PackedQ4_0Kernel {
   }
 };
 
-template <class K, int G, int T>
-inline void RunTokens(int nt, const uint8_t* p, int64_t gs, int64_t rows_left, const uint8_t* act, int64_t as,
-                      int64_t n_in, float* y, int64_t ldy) {
-  if constexpr (T >= 1) {
-    if (nt == T) return K::template Run<G, T>(p, gs, rows_left, act, as, n_in, y, ldy);
-    RunTokens<K, G, T - 1>(nt, p, gs, rows_left, act, as, n_in, y, ldy);
-  }
-}
-
 constexpr int kTileGroups = 2;
 constexpr int kTileTokens = 4;
 
@@ -610,20 +602,7 @@ constexpr int kTileTokens = 4;
 template <class K, int kG = kTileGroups, int kT = kTileTokens>
 void ComputeTiles(const uint8_t* p, int64_t ps, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
                   int64_t n_in, float* y, int64_t ldy) {
-  const int64_t gs = 16 * ps;
-  const int64_t n_groups = (n_rows + 15) / 16;
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kT) {
-    const int nt = static_cast<int>(std::min<int64_t>(kT, n_tok - t0));
-    const uint8_t* at = act + t0 * as;
-    float* yt = y + t0 * ldy;
-    int64_t g = 0;
-    for (; g + kG <= n_groups; g += kG) {
-      RunTokens<K, kG, kT>(nt, p + g * gs, gs, n_rows - 16 * g, at, as, n_in, yt + 16 * g, ldy);
-    }
-    for (; g < n_groups; ++g) {
-      RunTokens<K, 1, kT>(nt, p + g * gs, gs, n_rows - 16 * g, at, as, n_in, yt + 16 * g, ldy);
-    }
-  }
+  GroupTileLoop<K, 16, kG, kT>(p, ps, n_rows, act, as, n_tok, n_in, y, ldy);
 }
 
 // ---------------------------------------------------------------- plans

@@ -1,6 +1,8 @@
 // TileLoop: drives a register-tile kernel K::Run<R, T> over an
 // [n_rows x n_tok] output. Token tiles outer (activations stay in L1 across
-// the rows of a chunk), row tiles inner. ISA-neutral: each kernel file
+// the rows of a chunk), row tiles inner. GroupTileLoop does the same for the
+// int8 panel kernels, whose row tiles are groups of interleaved rows.
+// ISA-neutral: each kernel file
 // instantiates it with its own (internal-linkage) kernel types, so code built
 // with different ISA flags is never merged.
 #pragma once
@@ -31,6 +33,38 @@ void TileLoop(const uint8_t* w, int64_t ws, int64_t n_rows, const uint8_t* act, 
     int64_t r = 0;
     for (; r + R <= n_rows; r += R) RunTok<K, R, T, T>(nt, w + r * ws, ws, at, as, n_in, yt + r, ldy);
     for (; r < n_rows; ++r) RunTok<K, 1, T, T>(nt, w + r * ws, ws, at, as, n_in, yt + r, ldy);
+  }
+}
+
+// Runs K::Run<G, t>(p, gs, rows_left, ...) for the actual token count nt <= T:
+// G groups of a panel whose groups are gs bytes apart, rows_left rows from p on.
+template <class K, int G, int T>
+inline void RunGroupTok(int nt, const uint8_t* p, int64_t gs, int64_t rows_left, const uint8_t* act, int64_t as,
+                        int64_t n_in, float* y, int64_t ldy) {
+  if constexpr (T >= 1) {
+    if (nt == T) return K::template Run<G, T>(p, gs, rows_left, act, as, n_in, y, ldy);
+    RunGroupTok<K, G, T - 1>(nt, p, gs, rows_left, act, as, n_in, y, ldy);
+  }
+}
+
+// A panel of groups of kGroupRows rows, ps bytes per row (a group is
+// kGroupRows * ps bytes): register tiles of kG groups x kT tokens.
+template <class K, int kGroupRows, int kG, int kT>
+void GroupTileLoop(const uint8_t* p, int64_t ps, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
+                   int64_t n_in, float* y, int64_t ldy) {
+  const int64_t gs = kGroupRows * ps;
+  const int64_t n_groups = (n_rows + kGroupRows - 1) / kGroupRows;
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kT) {
+    const int nt = static_cast<int>(std::min<int64_t>(kT, n_tok - t0));
+    const uint8_t* at = act + t0 * as;
+    float* yt = y + t0 * ldy;
+    int64_t g = 0;
+    for (; g + kG <= n_groups; g += kG) {
+      RunGroupTok<K, kG, kT>(nt, p + g * gs, gs, n_rows - kGroupRows * g, at, as, n_in, yt + kGroupRows * g, ldy);
+    }
+    for (; g < n_groups; ++g) {
+      RunGroupTok<K, 1, kT>(nt, p + g * gs, gs, n_rows - kGroupRows * g, at, as, n_in, yt + kGroupRows * g, ldy);
+    }
   }
 }
 

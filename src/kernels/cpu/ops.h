@@ -89,7 +89,7 @@ void StoreKvRow(const float* src, int64_t n, KvType type, void* dst);
 // Stores one position's row of n_heads heads (head_dim floats each,
 // contiguous) in a scaled type (fp8_e4m3, int8): head h's codes at
 // codes + h * head_dim, its scale byte (KvScaleValue) at scales[h * scale_stride].
-// The scale is the smallest power of two the head row fits under (KvScaleFor
+// The scale is the smallest power of two the head row fits under (KvScaleByte
 // in kv_quant.h), so the stored values depend on the row alone.
 void StoreKvRowQuantized(const float* src, int n_heads, int head_dim, KvType type, uint8_t* codes,
                          uint8_t* scales, int64_t scale_stride);
