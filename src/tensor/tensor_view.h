@@ -22,6 +22,9 @@ struct TensorView {
   // Optional copy of the same matrix repacked for the active ISA's batched
   // kernels (kernels/cpu/packed_weights.h); MatMul reads it when it can.
   const void* packed = nullptr;
+  // The kernels ISA (kernels::Isa as an int) whose layout `packed` holds: a
+  // copy packed for one ISA is never read by another's kernels.
+  int packed_isa = 0;
 
   int64_t elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
   int64_t rows() const { return ne[1] * ne[2] * ne[3]; }

@@ -53,7 +53,10 @@ TEST_F(PlanNameTest, Avx2GemvForDecodePanelForBatches) {
   if (!Use(Isa::kAvx2)) GTEST_SKIP() << "no AVX2";
   EXPECT_STREQ(PlanName(DType::kQ4_0, 1, false), "avx2/int8-fused-gemv");
   EXPECT_STREQ(PlanName(DType::kQ4_0, 512, false), "avx2/int8-panel");
-  EXPECT_STREQ(PlanName(DType::kQ4_0, 512, true), "avx2/int8-panel");  // packed copies are AVX-512 only
+  EXPECT_STREQ(PlanName(DType::kQ4_0, 1, true), "avx2/packed-gemv");
+  EXPECT_STREQ(PlanName(DType::kQ4_0, 512, true), "avx2/packed-panel");
+  EXPECT_STREQ(PlanName(DType::kQ8_0, 16, true), "avx2/packed-gemv");
+  EXPECT_STREQ(PlanName(DType::kQ8_0, 32, true), "avx2/packed-panel");
   EXPECT_STREQ(PlanName(DType::kQ4_K, 512, false), "avx2/q8k-gemv");
   EXPECT_STREQ(PlanName(DType::kF16, 1, false), "avx2/wide-gemv");
   EXPECT_STREQ(PlanName(DType::kF16, 512, false), "avx2/dequant-f32-gemm");

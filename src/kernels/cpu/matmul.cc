@@ -90,13 +90,22 @@ const internal::Plan* SelectPlan(DType type, int64_t n_tokens) {
 }
 
 // The plan reading w.packed (packed_weights.h; every token count, single
-// tokens included), or null when this call cannot use it: another ISA, or a
-// batch path forced to a kernel family that does not read packed weights.
-const internal::Plan* SelectPackedPlan(DType type, bool packed, int64_t n_tokens) {
-  if (!packed || ActiveIsa() != Isa::kAvx512) return nullptr;
+// tokens included), or null when this call cannot use it: a copy packed for
+// another ISA, or a batch path forced to a kernel family that does not read
+// packed weights.
+const internal::Plan* SelectPackedPlan(DType type, const void* packed, int packed_isa, int64_t n_tokens) {
+  const Isa isa = ActiveIsa();
+  if (packed == nullptr || packed_isa != static_cast<int>(isa)) return nullptr;
   const BatchPath path = ActiveBatchPath();
   if (path != BatchPath::kAuto && path != BatchPath::kPanel) return nullptr;
-  return internal::Avx512PackedPlan(type, n_tokens);
+  if (isa == Isa::kAvx512) return internal::Avx512PackedPlan(type, n_tokens);
+  if (isa == Isa::kAvx2) return internal::Avx2PackedPlan(type, n_tokens);
+  return nullptr;
+}
+
+int64_t PackedRowStride(DType type, int packed_isa, int64_t n_in) {
+  return packed_isa == static_cast<int>(Isa::kAvx512) ? internal::Avx512PackedRowStride(type, n_in)
+                                                       : internal::Avx2PackedRowStride(type, n_in);
 }
 
 // Activation conversion is worth splitting across threads only for prefill.
@@ -153,7 +162,8 @@ const char* IsaName(Isa isa) {
 }
 
 const char* PlanName(DType type, int64_t n_tokens, bool packed) {
-  const internal::Plan* p = SelectPackedPlan(type, packed, n_tokens);
+  const internal::Plan* p =
+      packed ? SelectPackedPlan(type, &type, static_cast<int>(ActiveIsa()), n_tokens) : nullptr;
   if (p == nullptr) p = SelectPlan(type, n_tokens);
   return p != nullptr ? p->name : "none";
 }
@@ -261,10 +271,10 @@ void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t
     const TensorView& w = *targets[i].w;
     PAGODA_CHECK(w.ne[0] == job.n_in) << "MatMulShared: " << w.name << " has a different input width";
     Part& pt = job.parts[i];
-    pt.plan = SelectPackedPlan(w.type, w.packed != nullptr, n_tokens);
+    pt.plan = SelectPackedPlan(w.type, w.packed, w.packed_isa, n_tokens);
     if (pt.plan != nullptr) {
       pt.wdata = static_cast<const uint8_t*>(w.packed);
-      pt.w_stride = internal::Avx512PackedRowStride(w.type, job.n_in);
+      pt.w_stride = PackedRowStride(w.type, w.packed_isa, job.n_in);
     } else {
       pt.plan = SelectPlan(w.type, n_tokens);
       PAGODA_CHECK(pt.plan != nullptr) << "no MatMul kernel for " << DTypeName(w.type);

@@ -54,6 +54,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/check.h"
 #include "kernels/cpu/matmul_internal.h"
 #include "kernels/cpu/matmul_tile_loop.h"
 #include "kernels/cpu/q8_block_avx2.h"
@@ -542,6 +543,22 @@ constexpr Plan MakeFusedPlan() {
   return {ActBytes, ConvertAct, nullptr, nullptr, ComputeFused<kType, 4>, kFusedChunk, "avx2/int8-fused-gemv"};
 }
 
+// Pre-packed panels (PackedWeightStore): no pack_rows, compute reads the
+// stored groups. Small batches take one group x 4 tokens (the weights are read
+// once, as by the fused kernel), larger ones the panel's register tile.
+template <DType kType>
+constexpr Plan MakePackedGemvPlan() {
+  return {ActBytes, ConvertAct, nullptr, nullptr, ComputeTiles<PanelKernel<kType>, 1, 4>, kFusedChunk,
+          "avx2/packed-gemv"};
+}
+
+template <DType kType>
+constexpr Plan MakePackedPanelPlan() {
+  return {ActBytes, ConvertAct, nullptr, nullptr,
+          ComputeTiles<PanelKernel<kType>, Traits<kType>::kTileG, Traits<kType>::kTileT>, kPanelChunk,
+          "avx2/packed-panel"};
+}
+
 const Plan kPanel[] = {MakePanelPlan<DType::kQ4_0>(), MakePanelPlan<DType::kQ4_1>(), MakePanelPlan<DType::kQ5_0>(),
                        MakePanelPlan<DType::kQ8_0>()};
 const Plan kFused[] = {MakeFusedPlan<DType::kQ4_0>(), MakeFusedPlan<DType::kQ4_1>(), MakeFusedPlan<DType::kQ5_0>(),
@@ -551,6 +568,33 @@ const Plan kFused[] = {MakeFusedPlan<DType::kQ4_0>(), MakeFusedPlan<DType::kQ4_1
 // "AVX2 int8 panel") the per-call panel pays for itself; below, the fused kernel.
 constexpr int64_t kPanelMin[] = {Traits<DType::kQ4_0>::kPanelMinTokens, Traits<DType::kQ4_1>::kPanelMinTokens,
                                  Traits<DType::kQ5_0>::kPanelMinTokens, Traits<DType::kQ8_0>::kPanelMinTokens};
+
+// Q5_0 is not pre-packed: its panel spends a byte per level (1.6x the
+// checkpoint's bytes), which would slow decode more than the repack costs.
+const Plan kPackedGemv[] = {MakePackedGemvPlan<DType::kQ4_0>(), MakePackedGemvPlan<DType::kQ4_1>(),
+                            MakePackedGemvPlan<DType::kQ8_0>()};
+const Plan kPackedPanel[] = {MakePackedPanelPlan<DType::kQ4_0>(), MakePackedPanelPlan<DType::kQ4_1>(),
+                             MakePackedPanelPlan<DType::kQ8_0>()};
+constexpr int64_t kPackedPanelMin[] = {Traits<DType::kQ4_0>::kPanelMinTokens, Traits<DType::kQ4_1>::kPanelMinTokens,
+                                       Traits<DType::kQ8_0>::kPanelMinTokens};
+
+int PackedIndex(DType type) {
+  switch (type) {
+    case DType::kQ4_0: return 0;
+    case DType::kQ4_1: return 1;
+    case DType::kQ8_0: return 2;
+    default: return -1;
+  }
+}
+
+int64_t PanelRowBytes(DType type, int64_t n_in) {
+  switch (type) {
+    case DType::kQ4_0: return Layout<Traits<DType::kQ4_0>>::RowBytes(n_in);
+    case DType::kQ4_1: return Layout<Traits<DType::kQ4_1>>::RowBytes(n_in);
+    case DType::kQ8_0: return Layout<Traits<DType::kQ8_0>>::RowBytes(n_in);
+    default: return 0;
+  }
+}
 
 int PlanIndex(DType type) {
   switch (type) {
@@ -570,6 +614,30 @@ const Plan* Avx2Int8PanelPlan(DType type, int64_t n_tokens, BatchPath path) {
   if (path == BatchPath::kGemv) return &kFused[i];
   if (path == BatchPath::kPanel) return &kPanel[i];
   return n_tokens >= kPanelMin[i] ? &kPanel[i] : &kFused[i];
+}
+
+const Plan* Avx2PackedPlan(DType type, int64_t n_tokens) {
+  const int i = PackedIndex(type);
+  if (i < 0) return nullptr;
+  return n_tokens >= kPackedPanelMin[i] ? &kPackedPanel[i] : &kPackedGemv[i];
+}
+
+int64_t Avx2PackedBytes(DType type, int64_t n_rows, int64_t n_in) {
+  if (PackedIndex(type) < 0 || n_in % 32 != 0) return 0;
+  return (n_rows + 7) / 8 * 8 * PanelRowBytes(type, n_in);
+}
+
+int64_t Avx2PackedRowStride(DType type, int64_t n_in) { return PanelRowBytes(type, n_in); }
+
+// Rows [0, n_rows), n_rows <= 8: one group (PackPanel pads a partial one).
+void Avx2PackRows(DType type, const uint8_t* w, int64_t w_stride, int64_t n_rows, int64_t n_in, uint8_t* dst) {
+  PAGODA_CHECK(n_rows <= 8) << "Avx2PackRows packs one group of 8 rows";
+  switch (type) {
+    case DType::kQ4_0: return PackPanel<DType::kQ4_0>(type, w, w_stride, n_rows, n_in, dst);
+    case DType::kQ4_1: return PackPanel<DType::kQ4_1>(type, w, w_stride, n_rows, n_in, dst);
+    case DType::kQ8_0: return PackPanel<DType::kQ8_0>(type, w, w_stride, n_rows, n_in, dst);
+    default: PAGODA_CHECK(false) << "no AVX2 packed layout for " << DTypeName(type);
+  }
 }
 
 }  // namespace pagoda::kernels::internal

@@ -63,5 +63,13 @@ int64_t Avx512PackedBytes(DType type, int64_t n_rows, int64_t n_in);
 int64_t Avx512PackedRowStride(DType type, int64_t n_in);
 void Avx512PackRows(DType type, const uint8_t* w, int64_t w_stride, int64_t n_rows, int64_t n_in, uint8_t* dst);
 const Plan* Avx512PackedPlan(DType type, int64_t n_tokens);
+// The AVX2 twins (matmul_int8_avx2.cc): Q4_0, Q4_1 and Q8_0 stored as the
+// int8 panel's groups of 8 rows (1.1x-1.2x the checkpoint's bytes), read by
+// the panel kernel at every token count; bitwise the per-call panel's and the
+// fused kernel's results.
+int64_t Avx2PackedBytes(DType type, int64_t n_rows, int64_t n_in);
+int64_t Avx2PackedRowStride(DType type, int64_t n_in);
+void Avx2PackRows(DType type, const uint8_t* w, int64_t w_stride, int64_t n_rows, int64_t n_in, uint8_t* dst);
+const Plan* Avx2PackedPlan(DType type, int64_t n_tokens);
 
 }  // namespace pagoda::kernels::internal

@@ -3,9 +3,12 @@
 // decode and prefill stop repacking every weight on every call. On AVX-512
 // VNNI, Q4_0 matrices are stored in the int8 panel kernel's groups of 16 rows
 // (matmul_int8_avx512.cc): the same bytes as the checkpoint's tensor (plus
-// padding to whole groups) and bitwise the same results as the per-call
-// panel. Other ISAs and types are left as they are. MatMul reads
-// TensorView::packed when the active ISA and batch path can use it.
+// padding to whole groups). On AVX2, Q4_0, Q4_1 and Q8_0 are stored as the
+// AVX2 int8 panel's groups of 8 rows (matmul_int8_avx2.cc; 1.1-1.2x the
+// checkpoint's bytes). Either way the results are bitwise the per-call
+// panel's. Other ISAs and types are left as they are. MatMul reads
+// TensorView::packed when the active ISA (the one it was packed for,
+// TensorView::packed_isa) and batch path can use it.
 //
 // Built during model load (one thread, packing shared out over the pool),
 // read-only afterwards; owned by the model with the views that point into it.
