@@ -142,6 +142,8 @@ void KvIndex::MatchedBlocks(std::span<const std::string_view> replicas, std::spa
   }
 }
 
+uint64_t KvIndex::salt() const { return state_->options.salt; }
+
 std::optional<KvIndex::ReplicaStats> KvIndex::Stats(std::string_view replica) const {
   std::shared_lock lock(state_->mu);
   auto it = state_->replicas.find(replica);

@@ -73,6 +73,8 @@ class KvIndex {
   void MatchedBlocks(std::span<const std::string_view> replicas, std::span<const uint64_t> chain,
                      std::span<size_t> out) const;
 
+  uint64_t salt() const;  // the root seed requests must chain with
+
   std::optional<ReplicaStats> Stats(std::string_view replica) const;
   std::vector<ReplicaStats> AllStats() const;  // sorted by replica
 
