@@ -33,6 +33,8 @@ ApiResult<TokenizeRequest> ParseTokenizeRequest(std::string_view body, const Req
       if (auto e = internal::ReadBool(value, key, &req.add_special)) return *e;
     } else if (key == "add_generation_prompt") {
       if (auto e = internal::ReadBool(value, key, &req.add_generation_prompt)) return *e;
+    } else if (key == "tools") {
+      if (auto e = internal::ReadTools(value, &req.tools)) return *e;
     } else if (limits.reject_unknown_fields) {
       return UnknownParameter(key);
     }

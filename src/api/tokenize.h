@@ -1,7 +1,7 @@
 // POST /tokenize and POST /detokenize (not OpenAI endpoints; the field names
 // follow vLLM, with llama.cpp's accepted as aliases).
 //   /tokenize   {"model"?, "prompt" | "content" | "messages", "add_special_tokens" | "add_special"?,
-//                "add_generation_prompt"?}
+//                "add_generation_prompt"?, "tools"? (messages only: rendered as a chat request's)}
 //            -> {"tokens": [...], "count": N, "max_model_len": n_ctx}
 //   /detokenize {"model"?, "tokens": [...]} -> {"prompt": text, "content": text}
 #pragma once
@@ -16,6 +16,7 @@
 
 #include "api/api_error.h"
 #include "api/chat_request.h"
+#include "api/tools.h"
 
 namespace pagoda::api {
 
@@ -25,6 +26,7 @@ struct TokenizeRequest {
   std::optional<std::vector<ChatMessage>> messages;  // rendered with the chat template
   bool add_special = true;                      // BOS etc. (text only)
   bool add_generation_prompt = true;            // messages only
+  std::vector<ToolFunction> tools;              // messages only: offered as in a chat request
 };
 
 struct DetokenizeRequest {

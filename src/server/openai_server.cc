@@ -27,8 +27,8 @@ struct OpenAiServer::State {
 Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const Tokenizer& tokenizer,
                                                            const std::string& chat_template_source,
                                                            EngineOptions engine, ServeOptions options) {
-  auto tmpl = ChatTemplate::Parse(chat_template_source);
-  if (!tmpl.ok()) return tmpl.status().WithContext("chat template");
+  auto prompt = chat::MakePromptEncoder(tokenizer, chat_template_source);
+  if (!prompt.ok()) return prompt.status();
   if (!engine.is_eog) engine.is_eog = [&tokenizer](TokenId id) { return tokenizer.IsEog(id); };
   // Structured outputs need the vocabulary's token bytes (built once).
   if (!engine.grammar_vocab) engine.grammar_vocab = grammar::TokenVocabIndex::Build(tokenizer);
@@ -47,19 +47,12 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
   ServeContext& ctx = st.ctx;
   ctx.engine = st.engine.get();
   ctx.tokenizer = &tokenizer;
-  ctx.chat_template = std::move(tmpl).value();
-  std::vector<std::string> vocab_markers;
-  for (const char* m : {"<think>", "</think>"}) {
-    if (tokenizer.FindToken(m) != kNoToken) vocab_markers.emplace_back(m);
-  }
-  ctx.chat_format = chat::DetectChatFormat(ctx.chat_template->source(), vocab_markers);
-  for (const std::string& m : chat::ControlMarkers(ctx.chat_format)) {
+  ctx.prompt = std::move(prompt).value();
+  for (const std::string& m : chat::ControlMarkers(ctx.prompt.format)) {
     const TokenId id = tokenizer.FindToken(m);
     if (id != kNoToken && tokenizer.TokenToPiece(id, false).empty()) ctx.marker_tokens.emplace_back(id, m);
   }
   ctx.grammar_cache = &st.grammar_cache;
-  if (tokenizer.bos() >= 0) ctx.specials.bos_token = tokenizer.token_text(tokenizer.bos());
-  if (tokenizer.eos() >= 0) ctx.specials.eos_token = tokenizer.token_text(tokenizer.eos());
   ctx.model_id = options.model_id;
   ctx.created = api::UnixTimeNow();
   ctx.n_ctx = engine.n_ctx;

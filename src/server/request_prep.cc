@@ -4,7 +4,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chat/chat_render.h"
 
 namespace pagoda::server {
 
@@ -20,38 +19,6 @@ std::optional<api::ApiError> CheckQueueFits(const ServeContext& ctx, int64_t n_p
                                    : "n=" + std::to_string(n) + " needs ";
   return api::InvalidValue("n", what + std::to_string(n_sequences) + " sequences, more than the server queues (" +
                                     std::to_string(ctx.max_waiting) + ").");
-}
-
-api::ApiResult<std::vector<TokenId>> EncodeChat(const ServeContext& ctx, const std::vector<api::ChatMessage>& messages,
-                                                bool add_generation_prompt, const std::vector<api::ToolFunction>& tools,
-                                                std::string* prompt_text) {
-  const chat::TemplateInput in = chat::BuildTemplateInput(messages, tools, ctx.chat_format);
-  auto text = ApplyChatTemplate(*ctx.chat_template, in.messages, in.tools, add_generation_prompt, ctx.specials);
-  if (!text.ok()) {
-    // raise_exception() in a template is the template rejecting the conversation.
-    if (text.status().code() == StatusCode::kInvalidArgument) {
-      return api::InvalidValue("messages", "The chat template rejected the messages: " + text.status().message());
-    }
-    return api::ServerError("chat template failed: " + text.status().message());
-  }
-  if (prompt_text) *prompt_text = *text;
-  const Tokenizer& tok = *ctx.tokenizer;
-  std::vector<TokenId> ids = tok.Encode(*text, /*add_special=*/false, /*parse_special=*/true);
-  if (tok.add_bos() && tok.bos() >= 0 && (ids.empty() || ids.front() != tok.bos())) {
-    ids.insert(ids.begin(), tok.bos());
-  }
-  if (ids.empty()) return api::InvalidValue("messages", "The messages render to an empty prompt.");
-  return ids;
-}
-
-api::ApiResult<std::vector<TokenId>> EncodeText(const ServeContext& ctx, const std::string& text) {
-  const Tokenizer& tok = *ctx.tokenizer;
-  std::vector<TokenId> ids = tok.Encode(text, /*add_special=*/true, /*parse_special=*/true);
-  if (ids.empty()) {
-    if (tok.bos() < 0) return api::InvalidValue("prompt", "The prompt is empty and the model has no BOS token.");
-    ids.push_back(tok.bos());
-  }
-  return ids;
 }
 
 api::ApiResult<std::optional<GrammarConstraint>> BuildGrammarConstraint(const ServeContext& ctx,

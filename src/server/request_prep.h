@@ -1,5 +1,5 @@
-// From a parsed API request to engine requests: model-name check, prompt
-// encoding (chat template or raw text), token budget, and the mapping of the
+// From a parsed API request to engine requests: model-name check, grammar
+// constraint (prompt encoding is chat/prompt_encoding.h, shared with the gateway), and the mapping of the
 // OpenAI sampling fields to SamplingParams. Any thread.
 #pragma once
 
@@ -27,15 +27,6 @@ std::optional<api::ApiError> CheckModel(const ServeContext& ctx, const std::stri
 // would have the client retry forever.
 std::optional<api::ApiError> CheckQueueFits(const ServeContext& ctx, int64_t n_prompts, int n);
 
-// Renders `messages` with the chat template (generation prompt on) and
-// encodes it; BOS is added when the model wants one and the template did not.
-// `tools`: offered to the model (chat/chat_render.h). `prompt_text`, when
-// given, receives the rendered text.
-api::ApiResult<std::vector<TokenId>> EncodeChat(const ServeContext& ctx, const std::vector<api::ChatMessage>& messages,
-                                                bool add_generation_prompt = true,
-                                                const std::vector<api::ToolFunction>& tools = {},
-                                                std::string* prompt_text = nullptr);
-
 // The grammar constraint for a request's response_format / grammar / regex /
 // forced tool call (chat/constraint_builder.h), compiled through the cache;
 // std::nullopt when the output is free. Errors are 400s naming the field
@@ -43,9 +34,6 @@ api::ApiResult<std::vector<TokenId>> EncodeChat(const ServeContext& ctx, const s
 // compiler's message (an unsupported schema keyword is named there).
 api::ApiResult<std::optional<GrammarConstraint>> BuildGrammarConstraint(const ServeContext& ctx,
                                                                        const chat::ConstraintRequest& request);
-
-// A completion prompt's text with BOS as the model asks; BOS alone when empty.
-api::ApiResult<std::vector<TokenId>> EncodeText(const ServeContext& ctx, const std::string& text);
 
 // An engine request for one prompt: sampling from `options` (a random seed
 // when none was given), `n`, logprobs, max_tokens already resolved.

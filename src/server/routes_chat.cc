@@ -7,6 +7,7 @@
 #include "api/chat_response.h"
 #include "api/json_text.h"
 #include "api/token_budget.h"
+#include "chat/prompt_encoding.h"
 #include "server/error_mapping.h"
 #include "server/generation_job.h"
 #include "server/request_prep.h"
@@ -75,13 +76,11 @@ void HandleChat(ServeContext& ctx, const http::Request& request, std::shared_ptr
   if (auto e = CheckQueueFits(ctx, 1, o.n)) return fail(*e);
   if (auto e = api::CheckLogitBias(o, ctx.tokenizer->vocab_size())) return fail(*e);
   // tool_choice "none" keeps the tools out of the prompt altogether.
-  const std::vector<api::ToolFunction> no_tools;
-  const std::vector<api::ToolFunction>& tools =
-      req->tool_choice.mode == api::ToolChoiceMode::kNone ? no_tools : req->tools;
+  const std::vector<api::ToolFunction>& tools = chat::PromptTools(req.value());
   std::string prompt_text;
-  auto prompt = EncodeChat(ctx, req->messages, true, tools, &prompt_text);
+  auto prompt = chat::EncodeChatPrompt(ctx.prompt, req->messages, true, tools, &prompt_text);
   if (!prompt.ok()) return fail(prompt.error());
-  const chat::ChatFormat& chat_format = ctx.chat_format;
+  const chat::ChatFormat& chat_format = ctx.prompt.format;
   chat::ConstraintRequest cr;
   cr.structured = o.structured;
   cr.tools = tools;

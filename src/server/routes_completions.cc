@@ -7,6 +7,7 @@
 #include "api/completion_response.h"
 #include "api/json_text.h"
 #include "api/token_budget.h"
+#include "chat/prompt_encoding.h"
 #include "server/error_mapping.h"
 #include "server/generation_job.h"
 #include "server/request_prep.h"
@@ -89,7 +90,7 @@ void HandleCompletion(ServeContext& ctx, const http::Request& request, std::shar
       ids = p.tokens;
       text = ctx.tokenizer->Decode(ids);
     } else {
-      auto enc = EncodeText(ctx, p.text);
+      auto enc = chat::EncodeTextPrompt(ctx.prompt, p.text);
       if (!enc.ok()) return fail(enc.error());
       ids = std::move(enc).value();
       text = p.text;

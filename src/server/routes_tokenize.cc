@@ -2,6 +2,7 @@
 #include "api/json_text.h"
 #include "api/token_budget.h"
 #include "api/tokenize.h"
+#include "chat/prompt_encoding.h"
 #include "server/error_mapping.h"
 #include "server/request_prep.h"
 #include "server/routes.h"
@@ -15,7 +16,7 @@ http::Response Tokenize(ServeContext& ctx, const http::Request& request) {
   if (auto e = CheckModel(ctx, req->model)) return ErrorResponse(*e);
   std::vector<TokenId> ids;
   if (req->messages) {
-    auto enc = EncodeChat(ctx, *req->messages, req->add_generation_prompt);
+    auto enc = chat::EncodeChatPrompt(ctx.prompt, *req->messages, req->add_generation_prompt, req->tools);
     if (!enc.ok()) return ErrorResponse(enc.error());
     ids = std::move(enc).value();
   } else {

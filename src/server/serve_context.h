@@ -1,5 +1,5 @@
 // ServeContext: what every route handler borrows: the engine, the tokenizer,
-// the chat template, the served model's name and limits, and the pump that
+// the prompt encoder (chat template, chat format), the served model's name and limits, and the pump that
 // turns engine events into responses. Owned by OpenAiServer; every member is
 // safe to use from any thread (the engine through Submit/stats only).
 #pragma once
@@ -13,11 +13,10 @@
 #include <vector>
 
 #include "api/generation_options.h"
-#include "chat/chat_format.h"
+#include "chat/prompt_encoding.h"
 #include "engine/engine.h"
 #include "sampling/grammar/grammar_cache.h"
 #include "server/event_pump.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -25,9 +24,9 @@ namespace pagoda::server {
 struct ServeContext {
   Engine* engine = nullptr;
   const Tokenizer* tokenizer = nullptr;
-  std::optional<ChatTemplate> chat_template;  // set before the server starts
-  ChatTemplateSpecials specials;
-  chat::ChatFormat chat_format;  // tool-call / reasoning dialect of the template
+  // Chat template, specials and chat format (tool-call / reasoning dialect):
+  // the encoding the gateway shares (chat/prompt_encoding.h).
+  chat::PromptEncoder prompt;
   // Control tokens whose text is a chat-format marker ([TOOL_CALLS], ...):
   // their text goes to the output parser although it decodes to nothing.
   std::vector<std::pair<TokenId, std::string>> marker_tokens;
