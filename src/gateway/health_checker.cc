@@ -1,5 +1,7 @@
 #include "gateway/health_checker.h"
 
+#include "base/log.h"
+
 namespace pagoda::gateway {
 
 HealthChecker::HealthChecker(http::UpstreamClient* client, TableSource tables)
@@ -40,9 +42,17 @@ void HealthChecker::ProbeAll() {
     auto status = std::make_shared<int>(0);
     http::UpstreamEvents ev;
     ev.on_head = [status](const http::UpstreamResponseHead& h) { *status = h.status; };
-    ev.on_done = [state, status](const http::UpstreamOutcome& o) {
+    ev.on_done = [state, status, id = r->id()](const http::UpstreamOutcome& o) {
       if (o.error == http::UpstreamError::kCancelled) return;
-      state->OnProbe(o.error == http::UpstreamError::kNone && *status == 200, std::chrono::steady_clock::now());
+      const bool ok = o.error == http::UpstreamError::kNone && *status == 200;
+      const bool was = state->Snapshot(std::chrono::steady_clock::now()).probe_healthy;
+      if (!ok && was) {
+        PAGODA_LOG(Warning) << "gateway: replica " << id << " failed its health probe ("
+                            << (o.error == http::UpstreamError::kNone ? "status " + std::to_string(*status)
+                                                                      : o.message)
+                            << "); ejected";
+      }
+      state->OnProbe(ok, std::chrono::steady_clock::now());
     };
     client_->Start(std::move(req), std::move(ev));
   }
