@@ -14,5 +14,6 @@ int CmdTokenize(int argc, char** argv);
 int CmdServe(int argc, char** argv);
 int CmdPerplexity(int argc, char** argv);
 int CmdQuantize(int argc, char** argv);
+int CmdGateway(int argc, char** argv);
 
 }  // namespace pagoda::cli

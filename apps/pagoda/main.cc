@@ -22,6 +22,7 @@ const Command kCommands[] = {
     {"import-tokenizer", pagoda::cli::CmdImportTokenizer, "build GGUF tokenizer metadata from a HF tokenizer.json"},
     {"tokenize", pagoda::cli::CmdTokenize, "print the token ids of a text"},
     {"serve", pagoda::cli::CmdServe, "OpenAI-compatible HTTP server"},
+    {"gateway", pagoda::cli::CmdGateway, "OpenAI-compatible gateway in front of many replicas"},
     {"perplexity", pagoda::cli::CmdPerplexity, "perplexity of a model over a text file (KV cache dtypes)"},
 };
 

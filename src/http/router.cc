@@ -15,6 +15,10 @@ void Router::Add(std::string method, std::string path, SyncHandler handler) {
       }));
 }
 
+void Router::AddPrefix(std::string path_prefix, Handler handler) {
+  prefixes_[std::move(path_prefix)] = std::move(handler);
+}
+
 void Router::AddGuard(std::string path_prefix, Guard guard) {
   guards_.emplace_back(std::move(path_prefix), std::move(guard));
 }
@@ -39,6 +43,13 @@ void Router::Dispatch(const Request& request, std::shared_ptr<ResponseWriter> wr
     allow += r->first.second;
   }
   if (allow.empty()) {
+    // Longest prefix first: map order puts "/v1/" before "/v1/x", so scan backwards.
+    for (auto p = prefixes_.rbegin(); p != prefixes_.rend(); ++p) {
+      if (request.path.compare(0, p->first.size(), p->first) == 0) {
+        p->second(request, std::move(writer));
+        return;
+      }
+    }
     writer->Respond(ErrorResponse(404, "No route for " + request.method + " " + request.path + ".", "not_found"));
     return;
   }

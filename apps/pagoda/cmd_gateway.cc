@@ -1,0 +1,31 @@
+// pagoda gateway: many replicas behind one OpenAI endpoint (src/gateway).
+// Flags -> GatewayOptions; the config file holds everything else (schema in
+// docs/GATEWAY.md). A bad config is fatal with its line and problem.
+#include <cstdio>
+#include <string>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "gateway/gateway.h"
+
+namespace pagoda::cli {
+
+int CmdGateway(int argc, char** argv) {
+  CLI::App app("OpenAI-compatible gateway in front of many replicas (routing, health, aliases, admin API)",
+               "gateway");
+  gateway::GatewayOptions options;
+  int drain_seconds = 30;
+  app.add_option("-c,--config", options.config_path, "gateway config (TOML)")->required();
+  app.add_option("--listen", options.listen_override, "HOST:PORT to listen on (overrides [gateway] listen)");
+  app.add_option("--drain-seconds", drain_seconds, "on SIGTERM, let requests in flight finish for this long")
+      ->check(CLI::Range(0, 3600));
+  if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
+  auto gw = gateway::Gateway::Create(options);
+  if (!gw.ok()) return Fail(gw.status());
+  if (Status st = (*gw)->Start(); !st.ok()) return Fail(st);
+  std::fprintf(stderr, "pagoda gateway: listening on port %u\n", static_cast<unsigned>((*gw)->port()));
+  (*gw)->RunUntilSignal(std::chrono::seconds(drain_seconds));
+  return 0;
+}
+
+}  // namespace pagoda::cli

@@ -1,0 +1,194 @@
+#include "gateway/gateway.h"
+
+#include <csignal>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "api/model_list.h"
+#include "base/log.h"
+#include "gateway/proxy.h"
+#include "gateway/router.h"
+
+namespace pagoda::gateway {
+namespace {
+
+volatile std::sig_atomic_t g_sighup = 0;
+extern "C" void OnSighup(int) { g_sighup = 1; }
+
+Status ApplyListenOverride(const std::string& listen, GatewayConfig* c) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) return InvalidArgument("--listen '" + listen + "': expected HOST:PORT");
+  int port = -1;
+  try {
+    port = std::stoi(listen.substr(colon + 1));
+  } catch (const std::exception&) {
+  }
+  if (port < 0 || port > 65535) return InvalidArgument("--listen '" + listen + "': bad port");
+  c->listen_address = listen.substr(0, colon);
+  c->listen_port = static_cast<uint16_t>(port);
+  return Status::Ok();
+}
+
+std::string ReadAdminKey(const GatewayConfig& c, const EnvLookup& env) {
+  if (c.admin_key_env.empty()) return "";
+  auto v = env(c.admin_key_env);
+  return v ? *v : "";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options) {
+  auto config = LoadGatewayConfig(options.config_path);
+  if (!config.ok()) return config.status();
+  if (!options.listen_override.empty()) PAGODA_RETURN_IF_ERROR(ApplyListenOverride(options.listen_override, &*config));
+  auto table = RoutingTable::Build(*config, nullptr, options.env);
+  if (!table.ok()) return table.status();
+  std::unique_ptr<Gateway> g(new Gateway(std::move(options)));
+  g->admin_key_ = ReadAdminKey(*config, g->options_.env);
+  if (!config->admin_key_env.empty() && g->admin_key_.empty()) {
+    PAGODA_LOG(Warning) << "gateway: " << config->admin_key_env << " is unset; the admin API is disabled";
+  }
+  g->table_ = std::move(table).value();
+  http::UpstreamClientOptions uo;
+  uo.io_threads = config->upstream_threads;
+  g->client_ = std::make_unique<http::UpstreamClient>(uo);
+  g->health_ = std::make_unique<HealthChecker>(g->client_.get(), [gw = g.get()] { return gw->table(); });
+  http::ServerOptions so;
+  so.address = config->listen_address;
+  so.port = config->listen_port;
+  so.io_threads = config->io_threads;
+  // Streams may sit quiet while a replica prefills; the per-request deadline bounds them.
+  so.write_timeout = std::chrono::milliseconds(std::max<int64_t>(60'000, config->idle_timeout_ms));
+  g->server_ = std::make_unique<http::Server>(so, g->BuildRouter());
+  return g;
+}
+
+Gateway::~Gateway() {
+  if (server_) server_->Shutdown(std::chrono::milliseconds(0));
+  if (health_) health_->Stop();
+  server_.reset();
+  health_.reset();
+  client_.reset();
+}
+
+http::Router Gateway::BuildRouter() {
+  http::Router router;
+  auto proxy = [this](const http::Request& req, std::shared_ptr<http::ResponseWriter> w) {
+    ProxyRequest(ProxyContext{client_.get(), &metrics_}, table(), req, std::move(w));
+  };
+  router.Add("POST", "/v1/chat/completions", http::Handler(proxy));
+  router.Add("POST", "/v1/completions", http::Handler(proxy));
+  router.AddPrefix("/v1/", http::Handler(proxy));
+  router.Add("GET", "/v1/models", http::SyncHandler([this](const http::Request&) {
+               api::ModelList list;
+               for (const std::string& name : ServedModelNames(*table())) {
+                 api::ModelCard card;
+                 card.id = name;
+                 card.owned_by = "pagoda-gateway";
+                 list.data.push_back(std::move(card));
+               }
+               return http::Response::Json(200, list.ToJson().dump());
+             }));
+  router.Add("GET", "/health", http::SyncHandler([](const http::Request&) {
+               return http::Response::Json(200, R"({"status":"ok"})");
+             }));
+  router.Add("GET", "/metrics", http::SyncHandler([this](const http::Request&) {
+               http::Response r = http::Response::Text(200, metrics_.Render(*table()));
+               r.content_type = "text/plain; version=0.0.4";
+               return r;
+             }));
+  AddAdminRoutes(router, this);
+  return router;
+}
+
+Status Gateway::Start() {
+  PAGODA_RETURN_IF_ERROR(server_->Start());
+  if (options_.health_checks) health_->Start();
+  const auto t = table();
+  PAGODA_LOG(Info) << "gateway: listening on " << t->config().listen_address << ":" << server_->port() << " ("
+                   << t->config().models.size() << " model(s), " << t->AllReplicas().size() << " backend(s))";
+  return Status::Ok();
+}
+
+uint16_t Gateway::port() const { return server_->port(); }
+
+void Gateway::Shutdown(std::chrono::milliseconds deadline) {
+  server_->Shutdown(deadline);
+  health_->Stop();
+}
+
+void Gateway::RunUntilSignal(std::chrono::milliseconds deadline) {
+  std::atomic<bool> done{false};
+  g_sighup = 0;
+  std::signal(SIGHUP, OnSighup);
+  std::thread watcher([&] {
+    while (!done) {
+      if (g_sighup) {
+        g_sighup = 0;
+        PAGODA_LOG(Info) << "gateway: SIGHUP, reloading " << options_.config_path;
+        (void)Reload();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  server_->RunUntilSignal(deadline);
+  done = true;
+  watcher.join();
+  std::signal(SIGHUP, SIG_DFL);
+  health_->Stop();
+}
+
+std::shared_ptr<const RoutingTable> Gateway::table() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return table_;
+}
+
+std::string Gateway::admin_key() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return admin_key_;
+}
+
+std::string Gateway::last_reload_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_reload_error_;
+}
+
+Status Gateway::Reload() {
+  std::lock_guard<std::mutex> reload(reload_mu_);
+  const auto old = table();
+  auto fail = [&](const Status& st) {
+    PAGODA_LOG(Error) << "gateway: config reload refused, the previous config stays: " << st.message();
+    metrics_.RecordReload(false);
+    std::lock_guard<std::mutex> lock(mu_);
+    last_reload_error_ = st.message();
+    return st;
+  };
+  auto config = LoadGatewayConfig(options_.config_path);
+  if (!config.ok()) return fail(config.status());
+  // The listener stays: address, port and thread counts need a restart.
+  const GatewayConfig& was = old->config();
+  if (config->listen_address != was.listen_address || config->listen_port != was.listen_port ||
+      config->io_threads != was.io_threads || config->upstream_threads != was.upstream_threads) {
+    if (options_.listen_override.empty()) {
+      PAGODA_LOG(Warning) << "gateway: the listen address and thread counts change only on restart";
+    }
+  }
+  config->listen_address = was.listen_address;
+  config->listen_port = was.listen_port;
+  config->io_threads = was.io_threads;
+  config->upstream_threads = was.upstream_threads;
+  auto table = RoutingTable::Build(*config, old.get(), options_.env);
+  if (!table.ok()) return fail(table.status());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    table_ = std::move(table).value();
+    admin_key_ = ReadAdminKey(*config, options_.env);
+    last_reload_error_.clear();
+  }
+  metrics_.RecordReload(true);
+  PAGODA_LOG(Info) << "gateway: config reloaded from " << options_.config_path;
+  return Status::Ok();
+}
+
+}  // namespace pagoda::gateway

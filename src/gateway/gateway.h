@@ -1,0 +1,72 @@
+// Gateway: the `pagoda gateway` process as an object. Loads the config,
+// builds the routing table, serves the OpenAI endpoints (proxied), /v1/models,
+// /health, /metrics and the admin API on one http::Server, runs the active
+// health checker, and reloads the config on SIGHUP or POST /admin/reload
+// (a config that does not parse is refused; the old one stays, and requests
+// in flight keep the table and replicas they were routed with).
+// Thread safety: Start/Shutdown/RunUntilSignal from one controlling thread;
+// Reload and table() from any thread.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "base/status.h"
+#include "gateway/admin_api.h"
+#include "gateway/gateway_metrics.h"
+#include "gateway/health_checker.h"
+#include "gateway/routing_table.h"
+#include "http/server.h"
+#include "http/upstream_client.h"
+
+namespace pagoda::gateway {
+
+struct GatewayOptions {
+  std::string config_path;
+  std::string listen_override;  // "HOST:PORT"; "" keeps the config's
+  EnvLookup env = ProcessEnv();
+  bool health_checks = true;
+};
+
+class Gateway final : public AdminBackend {
+ public:
+  // Errors: the config does not load (with its line), the listen override is bad.
+  static Result<std::unique_ptr<Gateway>> Create(GatewayOptions options);
+  ~Gateway() override;
+
+  Status Start();
+  uint16_t port() const;
+  void Shutdown(std::chrono::milliseconds deadline);
+  // Serves until SIGINT/SIGTERM; SIGHUP reloads the config meanwhile.
+  void RunUntilSignal(std::chrono::milliseconds deadline);
+
+  // AdminBackend.
+  std::shared_ptr<const RoutingTable> table() const override;
+  Status Reload() override;
+  std::string admin_key() const override;
+  std::string last_reload_error() const override;
+
+  GatewayMetrics& metrics() { return metrics_; }
+  HealthChecker& health_checker() { return *health_; }
+  http::UpstreamClient& upstream_client() { return *client_; }
+
+ private:
+  explicit Gateway(GatewayOptions options) : options_(std::move(options)) {}
+  http::Router BuildRouter();
+  void Install(std::shared_ptr<RoutingTable> table);
+
+  GatewayOptions options_;
+  GatewayMetrics metrics_;
+  std::unique_ptr<http::UpstreamClient> client_;
+  std::unique_ptr<HealthChecker> health_;
+  std::unique_ptr<http::Server> server_;
+  mutable std::mutex mu_;
+  std::shared_ptr<RoutingTable> table_;  // guarded by mu_
+  std::string admin_key_;                // guarded by mu_
+  std::string last_reload_error_;        // guarded by mu_
+  std::mutex reload_mu_;                 // one reload at a time
+};
+
+}  // namespace pagoda::gateway

@@ -1,0 +1,370 @@
+#include "gateway/proxy.h"
+
+#include <mutex>
+
+#include "api/api_error.h"
+#include "base/log.h"
+#include "gateway/request_info.h"
+#include "gateway/router.h"
+#include "gateway/sse_splitter.h"
+
+namespace pagoda::gateway {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxBufferedBody = size_t{64} << 20;
+
+http::Response ErrorOf(const api::ApiError& e) { return http::Response::Json(e.status, e.ToJsonString()); }
+
+api::ApiError UpstreamFailure(int status, const std::string& message, const char* code) {
+  api::ApiError e;
+  e.status = status;
+  e.type = "server_error";
+  e.message = message;
+  e.code = code;
+  return e;
+}
+
+std::string StatusClass(int status) { return std::to_string(status / 100) + "xx"; }
+
+bool IsHopByHop(std::string_view name) {
+  static const char* kHop[] = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
+                               "trailer",    "trailers",   "transfer-encoding",  "upgrade",             "host",
+                               "content-length"};
+  for (const char* h : kHop) {
+    if (http::EqualsIgnoreCase(name, h)) return true;
+  }
+  return false;
+}
+
+class Exchange : public std::enable_shared_from_this<Exchange> {
+ public:
+  Exchange(const ProxyContext& ctx, std::shared_ptr<const RoutingTable> table, const http::Request& req,
+           std::shared_ptr<http::ResponseWriter> writer)
+      : ctx_(ctx), table_(std::move(table)), req_(req), writer_(std::move(writer)), received_(Clock::now()) {}
+
+  void Start();
+
+ private:
+  // Routes and starts an upstream call. On a routing failure: false, and the
+  // client is answered unless `retry` (the caller then reports the first failure).
+  bool Dispatch(bool retry = false);
+  void OnHead(const http::UpstreamResponseHead& head);
+  void OnBody(std::string_view bytes);
+  void OnDone(const http::UpstreamOutcome& outcome);
+  void OnClientGone();
+  void Fail(const api::ApiError& e);  // before anything reached the client
+  void EndStreamWithError(const std::string& message);
+  void Finish(const std::string& status_class);
+  http::Headers ServedBy() const;
+  http::UpstreamRequest BuildUpstreamRequest() const;
+
+  const ProxyContext ctx_;
+  std::shared_ptr<const RoutingTable> table_;
+  const http::Request req_;
+  std::shared_ptr<http::ResponseWriter> writer_;
+  const Clock::time_point received_;
+  Clock::time_point deadline_ = Clock::time_point::max();
+  RequestInfo info_;
+  RouteRequest route_;
+  std::string session_key_, zone_;
+  RouteDecision decision_;
+  LoadGuard guard_;
+  int attempts_ = 0;
+  double added_seconds_ = 0;
+
+  // Per attempt (callbacks of one call run one at a time; a retry starts
+  // from the previous call's on_done).
+  enum class Mode { kWaiting, kSse, kBuffer, kRetrying } mode_ = Mode::kWaiting;
+  int status_ = 0;
+  http::Headers head_headers_;
+  std::string body_;
+  SseSplitter sse_;
+  bool client_started_ = false;  // bytes went to the client: no retry
+  bool verdict_failure_ = false;
+
+  std::mutex mu_;  // guards call_, client_gone_ (the server's cancel callback runs on its threads)
+  std::shared_ptr<http::UpstreamCall> call_;
+  bool client_gone_ = false;
+};
+
+void Exchange::Start() {
+  const bool is_models = req_.method == "GET";
+  auto parsed = ParseRequestInfo(req_.body.empty() && is_models ? std::string_view("{}") : req_.body,
+                                 /*model_required=*/!is_models);
+  if (!parsed.ok()) return Fail(parsed.error());
+  info_ = std::move(parsed).value();
+  if (info_.model.empty()) {
+    // A GET without a model (generic endpoints): the first model.
+    info_.model = table_->config().models.front().name;
+  }
+  const GatewayConfig& c = table_->config();
+  int64_t deadline_ms = c.request_deadline_ms;
+  if (const std::string* h = req_.headers.Find(c.deadline_header)) {
+    try {
+      const int64_t v = std::stoll(*h);
+      if (v > 0) deadline_ms = std::min(deadline_ms, v);
+    } catch (const std::exception&) {
+      return Fail(api::InvalidValue(c.deadline_header, "must be a positive integer of milliseconds"));
+    }
+  }
+  deadline_ = received_ + std::chrono::milliseconds(deadline_ms);
+  const std::string* zone = req_.headers.Find(c.zone_header);
+  zone_ = zone != nullptr ? *zone : c.zone;
+  const AliasConfig* alias = table_->FindAlias(info_.model);
+  const ModelRoute* model = table_->FindModel(alias != nullptr ? std::string_view(alias->model)
+                                                               : SplitPinned(info_.model).first);
+  if (model != nullptr) {
+    if (const std::string* s = req_.headers.Find(model->config.session_header)) session_key_ = *s;
+  }
+  if (session_key_.empty()) session_key_ = info_.user;
+  route_.model = info_.model;
+  route_.zone = zone_;
+  route_.session_key = session_key_;
+  route_.prompt_text = info_.prompt_text;
+  route_.prompt_tokens = info_.prompt_tokens;
+  route_.max_tokens = info_.max_tokens;
+  writer_->OnCancel([weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->OnClientGone();
+  });
+  Dispatch();
+}
+
+bool Exchange::Dispatch(bool retry) {
+  auto routed = Route(*table_, route_, Clock::now());
+  if (!routed.ok()) {
+    if (retry) return false;
+    ctx_.metrics->RecordRouteError(routed.error().status);
+    Fail(routed.error());
+    return false;
+  }
+  decision_ = std::move(routed).value();
+  if (!decision_.replica->state().OnSend(Clock::now())) {
+    // The circuit closed on it between the filter and now: try once more.
+    route_.exclude.insert(decision_.replica->id());
+    return Dispatch(retry);
+  }
+  guard_ = LoadGuard(decision_.replica->shared_state(), decision_.blocks);
+  ++attempts_;
+  mode_ = Mode::kWaiting;
+  status_ = 0;
+  body_.clear();
+  head_headers_ = {};
+  sse_ = SseSplitter();
+  verdict_failure_ = false;
+  http::UpstreamRequest up = BuildUpstreamRequest();
+  added_seconds_ += std::chrono::duration<double>(Clock::now() - received_).count();
+  auto self = shared_from_this();
+  http::UpstreamEvents ev;
+  ev.on_head = [self](const http::UpstreamResponseHead& h) { self->OnHead(h); };
+  ev.on_body = [self](std::string_view b) { self->OnBody(b); };
+  ev.on_done = [self](const http::UpstreamOutcome& o) { self->OnDone(o); };
+  auto call = ctx_.client->Start(std::move(up), std::move(ev));
+  std::lock_guard<std::mutex> lock(mu_);
+  call_ = call;
+  if (client_gone_) call_->Cancel();
+  return true;
+}
+
+http::UpstreamRequest Exchange::BuildUpstreamRequest() const {
+  const Replica& r = *decision_.replica;
+  const GatewayConfig& c = table_->config();
+  http::UpstreamRequest up;
+  up.host = r.config().endpoint.host;
+  up.port = r.config().endpoint.port;
+  up.tls = r.config().endpoint.scheme == "https";
+  up.method = req_.method;
+  std::string target = req_.target;
+  // An external upstream's URL includes its API root (".../v1").
+  if (r.external() && target.rfind("/v1", 0) == 0) target.erase(0, 3);
+  up.target = r.config().endpoint.base_path + target;
+  up.headers = ForwardHeaders(req_.headers, r.external());
+  if (r.external() && !r.external_info().api_key.empty()) {
+    up.headers.Set("Authorization", "Bearer " + r.external_info().api_key);
+  }
+  up.headers.Set("X-Forwarded-For", req_.remote_address.substr(0, req_.remote_address.rfind(':')));
+  std::string served;
+  if (r.external()) {
+    served = r.external_info().model;
+  } else if (const ModelRoute* m = table_->FindModel(r.model())) {
+    served = m->config.served_model_name;
+  }
+  up.body = !served.empty() && !req_.body.empty() ? RewriteModel(req_.body, served) : req_.body;
+  up.connect_timeout = std::chrono::milliseconds(c.connect_timeout_ms);
+  up.first_byte_timeout = std::chrono::milliseconds(c.first_byte_timeout_ms);
+  up.idle_timeout = std::chrono::milliseconds(c.idle_timeout_ms);
+  up.deadline = deadline_;
+  return up;
+}
+
+http::Headers Exchange::ServedBy() const {
+  http::Headers h;
+  h.Add(kDeploymentHeader, decision_.deployment);
+  h.Add(kReplicaHeader, decision_.replica->id());
+  return h;
+}
+
+void Exchange::OnHead(const http::UpstreamResponseHead& head) {
+  status_ = head.status;
+  head_headers_ = head.headers;
+  if (status_ >= 500) {
+    verdict_failure_ = true;
+    if (attempts_ < 2 && !client_started_) {
+      mode_ = Mode::kRetrying;  // drop this answer; OnDone retries
+      std::lock_guard<std::mutex> lock(mu_);
+      call_->Cancel();
+      return;
+    }
+  }
+  const std::string* ct = head.headers.Find("Content-Type");
+  const bool sse = status_ == 200 && ct != nullptr && ct->find("text/event-stream") != std::string::npos;
+  if (!sse) {
+    mode_ = Mode::kBuffer;
+    return;
+  }
+  mode_ = Mode::kSse;
+  const auto t0 = Clock::now();
+  client_started_ = true;
+  writer_->BeginSse(ServedBy());
+  added_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void Exchange::OnBody(std::string_view bytes) {
+  if (mode_ == Mode::kBuffer) {
+    if (body_.size() + bytes.size() > kMaxBufferedBody) {
+      std::lock_guard<std::mutex> lock(mu_);
+      call_->Cancel();
+      return;
+    }
+    body_.append(bytes);
+  } else if (mode_ == Mode::kSse) {
+    const bool ok = sse_.Feed(bytes, [&](std::string_view data) { return writer_->SendSse(data); });
+    if (!ok) {
+      std::lock_guard<std::mutex> lock(mu_);
+      call_->Cancel();  // client gone, or an oversized event (garbage)
+    }
+  }
+}
+
+void Exchange::OnDone(const http::UpstreamOutcome& o) {
+  const auto now = Clock::now();
+  bool gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    gone = client_gone_;
+  }
+  ReplicaState& state = decision_.replica->state();
+  const std::string& rid = decision_.replica->id();
+  const bool failed_call = o.error != http::UpstreamError::kNone && o.error != http::UpstreamError::kCancelled &&
+                           o.error != http::UpstreamError::kDeadline;
+  if (failed_call) ctx_.metrics->RecordUpstreamError(rid, http::UpstreamErrorName(o.error));
+  if (sse_.overflowed()) ctx_.metrics->RecordUpstreamError(rid, "garbage");
+  if (failed_call || verdict_failure_ || sse_.overflowed()) {
+    state.OnFailure(now);
+  } else if (o.error == http::UpstreamError::kNone) {
+    state.OnSuccess(now);
+  } else {
+    state.OnAbandoned();
+  }
+  guard_.Release();
+  if (gone) return Finish("cancelled");
+  const bool retryable = mode_ == Mode::kRetrying || (failed_call && !client_started_ && mode_ != Mode::kSse);
+  if (retryable && attempts_ < 2) {
+    ctx_.metrics->RecordRequest(rid, decision_.deployment, decision_.policy, "retried");
+    ctx_.metrics->RecordRetry(decision_.deployment);
+    route_.exclude.insert(rid);
+    const auto t0 = Clock::now();
+    if (Dispatch(/*retry=*/true)) {
+      added_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+      return;
+    }
+  }
+  const bool timed_out = o.error == http::UpstreamError::kTimeout || o.error == http::UpstreamError::kDeadline;
+  if (mode_ == Mode::kSse) {
+    if (o.error == http::UpstreamError::kNone && !sse_.overflowed()) {
+      writer_->EndSse();
+      return Finish("2xx");
+    }
+    EndStreamWithError(timed_out ? "The upstream replica timed out mid-stream."
+                                 : "The upstream replica failed mid-stream (" + o.message + ").");
+    return Finish("5xx");
+  }
+  if (o.error == http::UpstreamError::kNone && mode_ == Mode::kBuffer) {
+    const auto t0 = Clock::now();
+    http::Response r;
+    r.status = status_;
+    const std::string* ct = head_headers_.Find("Content-Type");
+    r.content_type = ct != nullptr ? *ct : "application/octet-stream";
+    r.headers = ServedBy();
+    for (const char* keep : {"Retry-After", "x-request-id"}) {
+      if (const std::string* v = head_headers_.Find(keep)) r.headers.Set(keep, *v);
+    }
+    r.body = std::move(body_);
+    writer_->Respond(std::move(r));
+    added_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+    return Finish(StatusClass(status_));
+  }
+  if (mode_ == Mode::kRetrying) {
+    Fail(UpstreamFailure(502, "The upstream replica answered " + std::to_string(status_) + ".", "bad_gateway"));
+  } else if (o.error == http::UpstreamError::kDeadline) {
+    Fail(UpstreamFailure(504, "The request ran past its deadline.", "deadline_exceeded"));
+  } else if (timed_out) {
+    Fail(UpstreamFailure(504, "The upstream replica did not answer in time.", "upstream_timeout"));
+  } else {
+    PAGODA_LOG(Warning) << "gateway: " << rid << " failed: " << http::UpstreamErrorName(o.error) << ": " << o.message;
+    Fail(UpstreamFailure(502, "The upstream replica failed: " + std::string(http::UpstreamErrorName(o.error)) + ".",
+                         "bad_gateway"));
+  }
+  Finish("5xx");
+}
+
+void Exchange::EndStreamWithError(const std::string& message) {
+  writer_->SendSse(UpstreamFailure(502, message, "upstream_error").ToJsonString());
+  writer_->EndSse();
+}
+
+void Exchange::Fail(const api::ApiError& e) {
+  http::Response r = ErrorOf(e);
+  if (decision_.replica) r.headers = ServedBy();
+  writer_->Respond(std::move(r));
+}
+
+void Exchange::Finish(const std::string& status_class) {
+  if (decision_.replica) {
+    ctx_.metrics->RecordRequest(decision_.replica->id(), decision_.deployment, decision_.policy, status_class);
+  }
+  ctx_.metrics->RecordAddedLatency(added_seconds_);
+  std::lock_guard<std::mutex> lock(mu_);
+  call_.reset();
+}
+
+void Exchange::OnClientGone() {
+  std::shared_ptr<http::UpstreamCall> call;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    client_gone_ = true;
+    call = call_;
+  }
+  if (call) call->Cancel();
+}
+
+}  // namespace
+
+http::Headers ForwardHeaders(const http::Headers& in, bool external) {
+  http::Headers out;
+  for (const auto& [k, v] : in.fields()) {
+    if (IsHopByHop(k)) continue;
+    if (external && http::EqualsIgnoreCase(k, "authorization")) continue;
+    out.Add(k, v);
+  }
+  return out;
+}
+
+void ProxyRequest(const ProxyContext& ctx, std::shared_ptr<const RoutingTable> table, const http::Request& request,
+                  std::shared_ptr<http::ResponseWriter> writer) {
+  auto ex = std::make_shared<Exchange>(ctx, std::move(table), request, std::move(writer));
+  ex->Start();
+}
+
+}  // namespace pagoda::gateway

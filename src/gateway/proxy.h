@@ -1,0 +1,42 @@
+// Proxy: relays one client request to the replica the Router picks, through
+// the asynchronous UpstreamClient. SSE responses pass through event by event;
+// others are relayed whole. A failure before the first byte reached the
+// client (connect error, timeout, 5xx, garbage) is retried once on another
+// replica; later failures end the stream with an SSE error event; a client
+// that leaves cancels the upstream call at once. The load guard is taken at
+// dispatch and released when the exchange ends, however it ends. Passive
+// health: connection errors, timeouts and 5xx count against the replica's
+// circuit. Thread safety: Start from any thread; the exchange then lives on
+// the upstream client's I/O threads and the server's cancel callback.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "gateway/gateway_metrics.h"
+#include "gateway/routing_table.h"
+#include "http/message.h"
+#include "http/response_writer.h"
+#include "http/upstream_client.h"
+
+namespace pagoda::gateway {
+
+struct ProxyContext {
+  http::UpstreamClient* client = nullptr;
+  GatewayMetrics* metrics = nullptr;
+};
+
+// Headers that name what served a response.
+inline constexpr const char* kDeploymentHeader = "x-pagoda-deployment";
+inline constexpr const char* kReplicaHeader = "x-pagoda-replica";
+
+// Proxies `request` (an OpenAI-style /v1/* call) with `table`; answers on `writer`.
+void ProxyRequest(const ProxyContext& ctx, std::shared_ptr<const RoutingTable> table, const http::Request& request,
+                  std::shared_ptr<http::ResponseWriter> writer);
+
+// The request headers to forward (hop-by-hop ones, Host, Content-Length and,
+// for external upstreams, Authorization removed).
+http::Headers ForwardHeaders(const http::Headers& in, bool external);
+
+}  // namespace pagoda::gateway

@@ -1,0 +1,74 @@
+#include "gateway/request_info.h"
+
+#include <nlohmann/json.hpp>
+
+namespace pagoda::gateway {
+namespace {
+
+void AppendContent(const nlohmann::json& content, std::string* out) {
+  if (content.is_string()) {
+    out->append(content.get_ref<const std::string&>());
+  } else if (content.is_array()) {
+    for (const auto& part : content) {
+      if (part.is_object()) {
+        const auto t = part.find("text");
+        if (t != part.end() && t->is_string()) out->append(t->get_ref<const std::string&>());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+api::ApiResult<RequestInfo> ParseRequestInfo(std::string_view body, bool model_required) {
+  RequestInfo info;
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return api::InvalidJson("the request body is not valid JSON");
+  if (!j.is_object()) return api::InvalidType("", "a JSON object");
+  const auto m = j.find("model");
+  if (m == j.end() || m->is_null()) {
+    if (model_required) return api::MissingParameter("model");
+  } else if (!m->is_string()) {
+    return api::InvalidType("model", "a string");
+  } else {
+    info.model = m->get<std::string>();
+  }
+  if (const auto s = j.find("stream"); s != j.end() && s->is_boolean()) info.stream = s->get<bool>();
+  for (const char* key : {"max_completion_tokens", "max_tokens"}) {
+    const auto t = j.find(key);
+    if (t != j.end() && t->is_number_integer()) {
+      info.max_tokens = t->get<int64_t>();
+      break;
+    }
+  }
+  if (const auto u = j.find("user"); u != j.end() && u->is_string()) info.user = u->get<std::string>();
+  if (const auto msgs = j.find("messages"); msgs != j.end() && msgs->is_array()) {
+    for (const auto& msg : *msgs) {
+      if (!msg.is_object()) continue;
+      const auto c = msg.find("content");
+      if (c != msg.end()) AppendContent(*c, &info.prompt_text);
+    }
+  } else if (const auto p = j.find("prompt"); p != j.end()) {
+    if (p->is_string()) {
+      info.prompt_text = p->get<std::string>();
+    } else if (p->is_array()) {
+      for (const auto& e : *p) {
+        if (e.is_string()) info.prompt_text += e.get<std::string>();
+        if (e.is_number_integer()) info.prompt_tokens += 1;  // token ids
+      }
+    }
+  }
+  info.prompt_tokens += (static_cast<int64_t>(info.prompt_text.size()) + 3) / 4;
+  return info;
+}
+
+std::string RewriteModel(std::string_view body, std::string_view model) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::string(body);
+  const auto m = j.find("model");
+  if (m != j.end() && m->is_string() && m->get_ref<const std::string&>() == model) return std::string(body);
+  j["model"] = std::string(model);
+  return j.dump();
+}
+
+}  // namespace pagoda::gateway

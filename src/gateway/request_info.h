@@ -1,0 +1,30 @@
+// RequestInfo: what the gateway reads from an OpenAI request body to route it
+// (model, stream, max_tokens, user, an estimate of the prompt's size) without
+// interpreting anything else; RewriteModel swaps the model name for the one
+// the chosen backend serves. Bodies are never logged.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "api/api_error.h"
+
+namespace pagoda::gateway {
+
+struct RequestInfo {
+  std::string model;
+  bool stream = false;
+  int64_t max_tokens = 0;    // max_tokens / max_completion_tokens; 0 when absent
+  std::string user;          // the `user` field; "" when absent
+  std::string prompt_text;   // messages' text contents joined, or the prompt
+  int64_t prompt_tokens = 0; // estimate: prompt bytes / 4, rounded up
+};
+
+// Errors (400): not JSON, not an object, no string `model` (when required).
+api::ApiResult<RequestInfo> ParseRequestInfo(std::string_view body, bool model_required = true);
+
+// The body with "model" set to `model` (the body is valid JSON: parsed before).
+std::string RewriteModel(std::string_view body, std::string_view model);
+
+}  // namespace pagoda::gateway

@@ -1,0 +1,206 @@
+#include "gateway/routing_table.h"
+
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+#include "gateway/policy_factory.h"
+
+namespace pagoda::gateway {
+
+EnvLookup ProcessEnv() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+const Deployment* ModelRoute::FindDeployment(std::string_view version) const {
+  for (const auto& d : deployments) {
+    if (d.version == version) return &d;
+  }
+  return nullptr;
+}
+
+namespace {
+
+// The previous table's live state for a replica that stays, else a fresh one.
+std::shared_ptr<ReplicaState> StateFor(const RoutingTable* previous, const std::string& id, const std::string& url,
+                                       const HealthOptions& health) {
+  if (previous != nullptr) {
+    for (const auto& r : previous->AllReplicas()) {
+      if (r->id() == id && r->config().url == url) {
+        r->state().set_options(health);
+        return r->shared_state();
+      }
+    }
+  }
+  return std::make_shared<ReplicaState>(health);
+}
+
+}  // namespace
+
+Result<std::shared_ptr<RoutingTable>> RoutingTable::Build(const GatewayConfig& config, const RoutingTable* previous,
+                                                          const EnvLookup& env) {
+  auto t = std::make_shared<RoutingTable>();
+  t->config_ = config;
+  const HealthOptions health = HealthOptionsFrom(config);
+  for (const ModelConfig& mc : config.models) {
+    ModelRoute m;
+    m.config = mc;
+    const ModelRoute* old = previous != nullptr ? previous->FindModel(mc.name) : nullptr;
+    if (old != nullptr && old->config.policy == mc.policy) {
+      m.policy = old->policy;
+    } else {
+      auto p = MakePolicy(mc.policy, mc);
+      if (!p.ok()) return p.status();
+      m.policy = std::shared_ptr<RoutingPolicy>(std::move(p).value());
+    }
+    std::vector<double> weights;
+    for (const DeploymentConfig& dc : mc.deployments) {
+      Deployment d;
+      d.version = dc.version;
+      d.key = mc.name + "@" + dc.version;
+      for (const ReplicaConfig& rc : dc.replicas) {
+        d.replicas.push_back(std::make_shared<const Replica>(rc, mc.name, dc.version,
+                                                             StateFor(previous, rc.id, rc.url, health)));
+      }
+      m.deployments.push_back(std::move(d));
+      weights.push_back(dc.traffic_weight);
+    }
+    t->traffic_[mc.name] = std::move(weights);
+    t->models_.push_back(std::move(m));
+  }
+  for (const UpstreamConfig& uc : config.upstreams) {
+    ExternalInfo ext;
+    ext.upstream = uc.name;
+    ext.model = uc.model;
+    if (!uc.api_key_env.empty()) {
+      auto key = env(uc.api_key_env);
+      if (!key || key->empty()) {
+        return InvalidArgument("upstream '" + uc.name + "': environment variable " + uc.api_key_env +
+                               " (api_key_env) is not set");
+      }
+      ext.api_key = *key;
+    }
+    ReplicaConfig rc;
+    rc.id = "upstream:" + uc.name;
+    rc.url = uc.url;
+    rc.endpoint = uc.endpoint;
+    auto state = StateFor(previous, rc.id, rc.url, health);
+    t->upstreams_[uc.name] = std::make_shared<const Replica>(std::move(rc), std::move(ext), std::move(state));
+  }
+  return t;
+}
+
+const ModelRoute* RoutingTable::FindModel(std::string_view name) const {
+  for (const auto& m : models_) {
+    if (m.config.name == name) return &m;
+  }
+  return nullptr;
+}
+
+const AliasConfig* RoutingTable::FindAlias(std::string_view name) const {
+  for (const auto& a : config_.aliases) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+std::shared_ptr<const Replica> RoutingTable::FindUpstream(std::string_view name) const {
+  const auto it = upstreams_.find(std::string(name));
+  return it == upstreams_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<const Replica>> RoutingTable::AllReplicas() const {
+  std::vector<std::shared_ptr<const Replica>> out;
+  for (const auto& m : models_) {
+    for (const auto& d : m.deployments) out.insert(out.end(), d.replicas.begin(), d.replicas.end());
+  }
+  for (const auto& [name, r] : upstreams_) out.push_back(r);
+  return out;
+}
+
+size_t RoutingTable::ChooseDeployment(const ModelRoute& model) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = traffic_.find(model.config.name);
+  double total = 0;
+  if (it != traffic_.end()) {
+    for (double w : it->second) total += w;
+  }
+  if (total <= 0) {
+    for (size_t i = 0; i < model.deployments.size(); ++i) {
+      if (model.deployments[i].version == model.config.current_version) return i;
+    }
+    return 0;
+  }
+  double x = std::uniform_real_distribution<double>(0, total)(rng_);
+  for (size_t i = 0; i < it->second.size(); ++i) {
+    if (x < it->second[i]) return i;
+    x -= it->second[i];
+  }
+  return it->second.size() - 1;
+}
+
+Status RoutingTable::SetTrafficWeights(std::string_view model, const std::map<std::string, double>& weights) {
+  const ModelRoute* m = FindModel(model);
+  if (m == nullptr) return NotFound("unknown model '" + std::string(model) + "'");
+  std::vector<double> w(m->deployments.size(), 0.0);
+  for (const auto& [version, weight] : weights) {
+    bool found = false;
+    for (size_t i = 0; i < m->deployments.size(); ++i) {
+      if (m->deployments[i].version == version) {
+        w[i] = weight;
+        found = true;
+      }
+    }
+    if (!found) return NotFound("model '" + std::string(model) + "' has no version '" + version + "'");
+    if (!(weight >= 0)) return InvalidArgument("traffic weight must be >= 0");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  traffic_[std::string(model)] = std::move(w);
+  return Status::Ok();
+}
+
+std::map<std::string, double> RoutingTable::TrafficWeights(std::string_view model) const {
+  std::map<std::string, double> out;
+  const ModelRoute* m = FindModel(model);
+  if (m == nullptr) return out;
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto& w = traffic_.at(std::string(model));
+  for (size_t i = 0; i < m->deployments.size(); ++i) out[m->deployments[i].version] = w[i];
+  return out;
+}
+
+nlohmann::json RoutingTable::RoutingJson() const {
+  nlohmann::json models = nlohmann::json::array();
+  for (const auto& m : models_) {
+    nlohmann::json deps = nlohmann::json::array();
+    const auto weights = TrafficWeights(m.config.name);
+    for (const auto& d : m.deployments) {
+      nlohmann::json ids = nlohmann::json::array();
+      for (const auto& r : d.replicas) ids.push_back(r->id());
+      deps.push_back({{"version", d.version}, {"traffic_weight", weights.at(d.version)}, {"replicas", ids}});
+    }
+    models.push_back({{"name", m.config.name},
+                      {"policy", m.config.policy},
+                      {"current_version", m.config.current_version},
+                      {"deployments", deps}});
+  }
+  nlohmann::json aliases = nlohmann::json::array();
+  for (const auto& a : config_.aliases) {
+    aliases.push_back({{"name", a.name},
+                       {"model", a.version.empty() ? a.model : a.model + "@" + a.version},
+                       {"self_hosted_only", a.self_hosted_only},
+                       {"fallback", a.fallback.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.fallback)}});
+  }
+  nlohmann::json upstreams = nlohmann::json::array();
+  for (const auto& u : config_.upstreams) {
+    // Never the key itself: only the variable's name.
+    upstreams.push_back({{"name", u.name}, {"url", u.url}, {"api_key_env", u.api_key_env}, {"model", u.model}});
+  }
+  return {{"models", models}, {"aliases", aliases}, {"upstreams", upstreams}, {"zone", config_.zone}};
+}
+
+}  // namespace pagoda::gateway

@@ -1,0 +1,46 @@
+#include "gateway/sse_splitter.h"
+
+namespace pagoda::gateway {
+
+bool SseSplitter::Feed(std::string_view bytes, const std::function<bool(std::string_view)>& on_event) {
+  buf_.append(bytes);
+  size_t start = 0;  // of the current event in buf_
+  size_t line = 0;   // of the current line
+  std::string data;
+  bool any = false;
+  for (;;) {
+    const size_t nl = buf_.find('\n', line);
+    if (nl == std::string::npos) break;
+    std::string_view l(buf_.data() + line, nl - line);
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    line = nl + 1;
+    if (l.empty()) {  // end of an event
+      start = line;
+      if (any) {
+        const bool go_on = on_event(data);
+        data.clear();
+        any = false;
+        if (!go_on) {
+          buf_.erase(0, start);
+          return false;
+        }
+      }
+      continue;
+    }
+    if (l.substr(0, 5) == "data:") {
+      l.remove_prefix(5);
+      if (!l.empty() && l.front() == ' ') l.remove_prefix(1);
+      if (any) data += '\n';
+      data.append(l);
+      any = true;
+    }
+  }
+  buf_.erase(0, start);
+  if (buf_.size() > max_event_bytes_) {
+    overflowed_ = true;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace pagoda::gateway

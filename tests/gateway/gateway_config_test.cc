@@ -1,0 +1,208 @@
+#include "gateway/gateway_config.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace pagoda::gateway {
+namespace {
+
+// The 1-based line of the first line of `text` that contains `marker`: the
+// reference the parser's line numbers are checked against.
+int LineOf(const std::string& text, const std::string& marker) {
+  const size_t pos = text.find(marker);
+  EXPECT_NE(pos, std::string::npos) << marker;
+  int line = 1;
+  for (size_t i = 0; i < pos; ++i) line += text[i] == '\n';
+  return line;
+}
+
+const char* kGood = R"(
+[gateway]
+listen = "0.0.0.0:9000"
+zone = "eu"
+admin_key_env = "GW_ADMIN"
+load_threshold_requests = 8
+
+[[models]]
+name = "stories"
+policy = "least_loaded"
+current_version = "v2"
+
+[[models.deployments]]
+version = "v1"
+[[models.deployments.replicas]]
+url = "http://127.0.0.1:8001"
+zone = "eu"
+
+[[models.deployments]]
+version = "v2"
+traffic_weight = 1.0
+[[models.deployments.replicas]]
+url = "http://127.0.0.1:8002/"
+name = "r2"
+weight = 2
+[[models.deployments.replicas]]
+url = "http://127.0.0.1:8003"
+zone = "us"
+kv_events = "tcp://127.0.0.1:5557"
+
+[[upstreams]]
+name = "openai"
+url = "https://api.openai.com/v1"
+api_key_env = "OPENAI_KEY"
+model = "gpt-4o-mini"
+
+[[aliases]]
+name = "chat"
+model = "stories@v1"
+fallback = "openai"
+
+[[aliases]]
+name = "code-review"
+model = "stories"
+self_hosted_only = true
+)";
+
+TEST(GatewayConfigTest, ParsesEveryTable) {
+  auto c = ParseGatewayConfig(kGood);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->listen_address, "0.0.0.0");
+  EXPECT_EQ(c->listen_port, 9000);
+  EXPECT_EQ(c->zone, "eu");
+  EXPECT_EQ(c->load_threshold_requests, 8);
+  ASSERT_EQ(c->models.size(), 1u);
+  const ModelConfig& m = c->models[0];
+  EXPECT_EQ(m.policy, "least_loaded");
+  EXPECT_EQ(m.current_version, "v2");
+  ASSERT_EQ(m.deployments.size(), 2u);
+  EXPECT_EQ(m.deployments[0].replicas[0].id, "http://127.0.0.1:8001");
+  EXPECT_EQ(m.deployments[1].replicas[0].id, "r2");
+  EXPECT_EQ(m.deployments[1].replicas[0].endpoint.port, 8002);
+  EXPECT_EQ(m.deployments[1].replicas[0].endpoint.base_path, "");
+  EXPECT_DOUBLE_EQ(m.deployments[1].replicas[0].weight, 2.0);
+  EXPECT_EQ(m.deployments[1].replicas[1].kv_events, "tcp://127.0.0.1:5557");
+  ASSERT_EQ(c->upstreams.size(), 1u);
+  EXPECT_EQ(c->upstreams[0].endpoint.scheme, "https");
+  EXPECT_EQ(c->upstreams[0].endpoint.port, 443);
+  EXPECT_EQ(c->upstreams[0].endpoint.base_path, "/v1");
+  ASSERT_EQ(c->aliases.size(), 2u);
+  EXPECT_EQ(c->aliases[0].model, "stories");
+  EXPECT_EQ(c->aliases[0].version, "v1");
+  EXPECT_EQ(c->aliases[0].fallback, "openai");
+  EXPECT_TRUE(c->aliases[1].self_hosted_only);
+}
+
+// Replaces the first occurrence of `from` in kGood with `to`.
+std::string Edit(const std::string& from, const std::string& to) {
+  std::string s = kGood;
+  const size_t pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  if (pos != std::string::npos) s.replace(pos, from.size(), to);
+  return s;
+}
+
+struct BadCase {
+  const char* name;
+  std::string text;
+  std::string marker;   // the line the error must name
+  std::string problem;  // a substring of the message
+};
+
+class GatewayConfigErrorTest : public ::testing::TestWithParam<int> {};
+
+std::vector<BadCase> BadCases() {
+  return {
+      {"syntax", Edit("zone = \"eu\"\nadmin", "zone = \"eu\nadmin"), "zone = \"eu", "TOML syntax"},
+      {"unknown_key", Edit("policy = \"least_loaded\"", "policy = \"least_loaded\"\npolcy = 1"), "polcy",
+       "unknown key 'polcy'"},
+      {"wrong_type", Edit("load_threshold_requests = 8", "load_threshold_requests = \"8\""),
+       "load_threshold_requests", "expected an integer"},
+      {"out_of_range", Edit("load_threshold_requests = 8", "load_threshold_requests = -1"),
+       "load_threshold_requests", "out of range"},
+      {"bad_listen", Edit("\"0.0.0.0:9000\"", "\"0.0.0.0:99999\""), "listen =", "expected HOST:PORT"},
+      {"unknown_policy", Edit("\"least_loaded\"", "\"fastest\""), "policy =", "unknown policy 'fastest'"},
+      {"bad_url", Edit("http://127.0.0.1:8001", "ftp://127.0.0.1:8001"), "ftp://", "expected http://"},
+      {"bad_port", Edit("http://127.0.0.1:8001", "http://127.0.0.1:80x1"), "80x1", "bad host or port"},
+      {"https_replica", Edit("http://127.0.0.1:8001", "https://127.0.0.1:8001"), "https://127.0.0.1:8001",
+       "replicas must be http://"},
+      {"literal_api_key", Edit("api_key_env = \"OPENAI_KEY\"", "api_key = \"sk-123\""), "api_key =",
+       "api_key must not be in the file"},
+      {"duplicate_version", Edit("version = \"v2\"\ntraffic", "version = \"v1\"\ntraffic"), "version = \"v1\"\ntraffic",
+       "duplicate deployment version 'v1'"},
+      {"duplicate_replica", Edit("http://127.0.0.1:8003", "http://127.0.0.1:8001"), "url = \"http://127.0.0.1:8001\"\nzone = \"us\"",
+       "duplicate replica"},
+      {"dangling_current", Edit("current_version = \"v2\"", "current_version = \"v9\""), "current_version",
+       "names no deployment"},
+      {"alias_unknown_model", Edit("model = \"stories@v1\"", "model = \"nope\""), "model = \"nope\"",
+       "unknown model 'nope'"},
+      {"alias_unknown_version", Edit("model = \"stories@v1\"", "model = \"stories@v7\""), "stories@v7",
+       "unknown version 'v7'"},
+      {"alias_unknown_fallback", Edit("fallback = \"openai\"", "fallback = \"azure\""), "azure",
+       "unknown fallback upstream 'azure'"},
+      {"duplicate_name", Edit("name = \"code-review\"", "name = \"stories\""), "name = \"stories\"\nmodel",
+       "duplicate name 'stories'"},
+      {"bad_kv_events", Edit("tcp://127.0.0.1:5557", "udp://x"), "udp://", "expected tcp://host:port"},
+  };
+}
+
+TEST(GatewayConfigTest, EveryErrorNamesItsLine) {
+  for (const BadCase& bc : BadCases()) {
+    auto c = ParseGatewayConfig(bc.text, "gw.toml");
+    EXPECT_FALSE(c.ok()) << bc.name;
+    if (c.ok()) continue;
+    const std::string& msg = c.status().message();
+    // The marker may span two lines: the error names its first.
+    const std::string want = "gw.toml:" + std::to_string(LineOf(bc.text, bc.marker)) + ":";
+    EXPECT_EQ(msg.rfind(want, 0), 0u) << bc.name << ": " << msg << " (want prefix " << want << ")";
+    EXPECT_NE(msg.find(bc.problem), std::string::npos) << bc.name << ": " << msg;
+  }
+}
+
+TEST(GatewayConfigTest, DuplicateNameErrorNamesTheSecondAlias) {
+  // The reference: the line of the second alias's name.
+  const std::string text = Edit("name = \"code-review\"", "name = \"chat\"");
+  auto c = ParseGatewayConfig(text, "gw.toml");
+  ASSERT_FALSE(c.ok());
+  const size_t second = text.rfind("name = \"chat\"");
+  int line = 1;
+  for (size_t i = 0; i < second; ++i) line += text[i] == '\n';
+  EXPECT_EQ(c.status().message().rfind("gw.toml:" + std::to_string(line) + ":", 0), 0u) << c.status().message();
+}
+
+TEST(GatewayConfigTest, RejectsEmptyAndReplicalessConfigs) {
+  EXPECT_FALSE(ParseGatewayConfig("").ok());
+  auto c = ParseGatewayConfig("[[models]]\nname = \"m\"\n[[models.deployments]]\nversion = \"v1\"\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("at least one replica"), std::string::npos) << c.status().message();
+}
+
+TEST(GatewayConfigTest, CurrentVersionDefaultsToTheFirstDeployment) {
+  auto c = ParseGatewayConfig(
+      "[[models]]\nname = \"m\"\n[[models.deployments]]\nversion = \"a\"\n[[models.deployments.replicas]]\n"
+      "url = \"http://localhost:1\"\n");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->models[0].current_version, "a");
+  EXPECT_EQ(c->models[0].policy, "cache_aware");
+}
+
+TEST(GatewayConfigTest, ParseEndpointSplitsUrls) {
+  auto e = ParseEndpoint("http://example.com/base/");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->host, "example.com");
+  EXPECT_EQ(e->port, 80);
+  EXPECT_EQ(e->base_path, "/base");
+  EXPECT_FALSE(ParseEndpoint("http://:80").ok());
+  EXPECT_FALSE(ParseEndpoint("http://h:0").ok());
+  EXPECT_FALSE(ParseEndpoint("http://h:1?x").ok());
+  EXPECT_FALSE(ParseEndpoint("h:1").ok());
+}
+
+TEST(GatewayConfigTest, SplitPinnedSeparatesVersion) {
+  EXPECT_EQ(SplitPinned("m@v2").first, "m");
+  EXPECT_EQ(SplitPinned("m@v2").second, "v2");
+  EXPECT_EQ(SplitPinned("m").second, "");
+}
+
+}  // namespace
+}  // namespace pagoda::gateway

@@ -1,0 +1,449 @@
+// The gateway in-process, in front of in-process upstreams that behave or
+// misbehave on purpose (garbage, close mid-stream, hang, 5xx), driven with
+// the blocking http::Client. Proxy, retries, deadlines, load guards, aliases,
+// reload and the admin API.
+#include "gateway/gateway.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "http/client.h"
+#include "http/server.h"
+
+namespace pagoda::gateway {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A well-behaved replica: /health, chat (stream or not), and a generic path.
+// `tag` goes into every answer so tests see which replica answered.
+class GoodUpstream {
+ public:
+  explicit GoodUpstream(std::string tag, int status = 200) : tag_(std::move(tag)) {
+    http::Router r;
+    r.Add("GET", "/health", http::SyncHandler([](const http::Request&) { return http::Response::Json(200, "{}"); }));
+    r.Add("POST", "/v1/chat/completions",
+          http::Handler([this, status](const http::Request& req, std::shared_ptr<http::ResponseWriter> w) {
+            ++calls;
+            last_auth = req.headers.Find("Authorization") ? *req.headers.Find("Authorization") : "";
+            const auto body = nlohmann::json::parse(req.body);
+            last_model = body.value("model", "");
+            if (status != 200) {
+              w->Respond(http::Response::Json(status, R"({"error":{"message":"boom"}})"));
+              return;
+            }
+            if (!body.value("stream", false)) {
+              w->Respond(http::Response::Json(200, nlohmann::json{{"tag", tag_}, {"model", last_model}}.dump()));
+              return;
+            }
+            std::thread([this, w] {
+              for (int i = 0; i < 3; ++i) {
+                w->SendSse(nlohmann::json{{"tag", tag_}, {"i", i}}.dump());
+                if (i == 0 && gate) gate->wait_for(5s);
+              }
+              w->SendSse("[DONE]");
+              w->EndSse();
+            }).detach();
+          }));
+    r.Add("GET", "/v1/other", http::SyncHandler([this](const http::Request& req) {
+            return http::Response::Json(200, nlohmann::json{{"tag", tag_}, {"target", req.target}}.dump());
+          }));
+    r.Add("POST", "/v1/slow", http::Handler([this](const http::Request&, std::shared_ptr<http::ResponseWriter> w) {
+            // Streams until the client is gone.
+            w->OnCancel([this] { cancelled = true; });
+            std::thread([w] {
+              for (int i = 0; i < 200 && w->SendSse("{\"tick\":1}"); ++i) std::this_thread::sleep_for(20ms);
+              w->EndSse();
+            }).detach();
+          }));
+    server_ = std::make_unique<http::Server>(http::ServerOptions{}, std::move(r));
+    EXPECT_TRUE(server_->Start().ok());
+  }
+  ~GoodUpstream() { server_->Shutdown(1s); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+
+  std::atomic<int> calls{0};
+  std::atomic<bool> cancelled{false};
+  std::string last_auth, last_model;
+  std::shared_future<void>* gate = nullptr;  // holds the stream after its first event
+
+ private:
+  std::string tag_;
+  std::unique_ptr<http::Server> server_;
+};
+
+// A TCP listener that runs `serve(fd)` for each connection (raw bytes).
+class RawUpstream {
+ public:
+  explicit RawUpstream(std::function<void(int fd)> serve) : serve_(std::move(serve)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    ::listen(fd_, 16);
+    socklen_t len = sizeof(a);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        const int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        char buf[65536];
+        (void)::recv(c, buf, sizeof(buf), 0);  // the request (small)
+        std::thread([this, c] {
+          serve_(c);
+          ::close(c);
+        }).detach();
+      }
+    });
+  }
+  ~RawUpstream() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  std::function<void(int)> serve_;
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+void Send(int fd, std::string_view s) { (void)::send(fd, s.data(), s.size(), MSG_NOSIGNAL); }
+
+std::string ModelToml(const std::string& name, const std::vector<std::string>& urls, const std::string& policy) {
+  std::string s = "[[models]]\nname = \"" + name + "\"\npolicy = \"" + policy +
+                  "\"\n[[models.deployments]]\nversion = \"v1\"\n";
+  for (size_t i = 0; i < urls.size(); ++i) {
+    s += "[[models.deployments.replicas]]\nurl = \"" + urls[i] + "\"\nname = \"" + name + "-" + std::to_string(i) +
+         "\"\n";
+  }
+  return s;
+}
+
+class GatewayTest : public ::testing::Test {
+ protected:
+  void StartGateway(const std::string& body, const std::string& gateway_table = "") {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("pagoda_gw_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++) + ".toml"))
+                .string();
+    Write("[gateway]\nadmin_key_env = \"GW_TEST_ADMIN\"\nfirst_byte_timeout_ms = 500\n"
+          "request_deadline_ms = 3000\neject_after_failures = 1\ncircuit_open_ms = 60000\n" +
+          gateway_table + body);
+    GatewayOptions o;
+    o.config_path = path_;
+    o.listen_override = "127.0.0.1:0";
+    o.health_checks = false;
+    o.env = [](const std::string& n) -> std::optional<std::string> {
+      if (n == "GW_TEST_ADMIN") return "admin-secret";
+      if (n == "EXT_KEY") return "ext-secret";
+      return std::nullopt;
+    };
+    auto g = Gateway::Create(o);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    gw_ = std::move(g).value();
+    ASSERT_TRUE(gw_->Start().ok());
+    client_ = std::make_unique<http::Client>("127.0.0.1", gw_->port(), 10s);
+  }
+  void Write(const std::string& text) {
+    std::ofstream(path_) << text;
+  }
+  void TearDown() override {
+    if (gw_) {
+      // Every ending path released its load.
+      EXPECT_TRUE(WaitIdle()) << "load still counted on a replica";
+      gw_->Shutdown(1s);
+    }
+    if (!path_.empty()) std::filesystem::remove(path_);
+  }
+  bool WaitIdle() {
+    for (int i = 0; i < 200; ++i) {
+      bool idle = true;
+      for (const auto& r : gw_->table()->AllReplicas()) {
+        idle = idle && r->state().active_requests.load() == 0 && r->state().active_blocks.load() == 0;
+      }
+      if (idle) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+  http::ClientResponse Chat(const std::string& model, bool stream = false, std::vector<std::string>* events = nullptr,
+                            const http::Headers& h = {}) {
+    const std::string body =
+        nlohmann::json{{"model", model}, {"stream", stream}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}}
+            .dump();
+    if (!stream) {
+      auto r = client_->Send("POST", "/v1/chat/completions", body, h);
+      EXPECT_TRUE(r.ok()) << r.status().message();
+      return r.ok() ? *r : http::ClientResponse{};
+    }
+    auto r = client_->SendSse("POST", "/v1/chat/completions", body,
+                              [&](std::string_view d) {
+                                if (events) events->emplace_back(d);
+                                return true;
+                              },
+                              h);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : http::ClientResponse{};
+  }
+  static std::string ErrorCode(const std::string& body) {
+    auto j = nlohmann::json::parse(body, nullptr, false);
+    if (!j.is_object() || !j.contains("error") || !j["error"].contains("message")) return "<not an error object>";
+    return j["error"].value("code", "");
+  }
+
+  std::string path_;
+  int counter_ = 0;
+  std::unique_ptr<Gateway> gw_;
+  std::unique_ptr<http::Client> client_;
+};
+
+TEST_F(GatewayTest, RelaysAnswerAndNamesTheDeployment) {
+  GoodUpstream a("a");
+  StartGateway(ModelToml("m", {a.url()}, "least_loaded"));
+  auto r = Chat("m");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(r.body)["tag"], "a");
+  ASSERT_NE(r.headers.Find("x-pagoda-deployment"), nullptr);
+  EXPECT_EQ(*r.headers.Find("x-pagoda-deployment"), "m@v1");
+  EXPECT_EQ(*r.headers.Find("x-pagoda-replica"), "m-0");
+  auto models = client_->Send("GET", "/v1/models");
+  ASSERT_TRUE(models.ok());
+  const auto j = nlohmann::json::parse(models->body);
+  ASSERT_EQ(j["data"].size(), 2u);
+  EXPECT_EQ(j["data"][1]["id"], "m@v1");
+  auto other = client_->Send("GET", "/v1/other?x=1");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(nlohmann::json::parse(other->body)["target"], "/v1/other?x=1");
+}
+
+TEST_F(GatewayTest, StreamsEachEventBeforeTheUpstreamFinishes) {
+  GoodUpstream a("a");
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  a.gate = &gate;
+  StartGateway(ModelToml("m", {a.url()}, "round_robin"));
+  std::vector<std::string> events;
+  bool first_before_rest = false;
+  const std::string body = R"({"model":"m","stream":true,"messages":[]})";
+  auto r = client_->SendSse("POST", "/v1/chat/completions", body, [&](std::string_view d) {
+    events.emplace_back(d);
+    if (events.size() == 1) {
+      first_before_rest = true;  // the upstream is still held at its first event
+      release.set_value();
+    }
+    return true;
+  });
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(first_before_rest);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(nlohmann::json::parse(events[2])["i"], 2);
+  EXPECT_EQ(events[3], "[DONE]");
+  EXPECT_EQ(*r->headers.Find("x-pagoda-deployment"), "m@v1");
+}
+
+TEST_F(GatewayTest, UnknownModelIs404ErrorObject) {
+  GoodUpstream a("a");
+  StartGateway(ModelToml("m", {a.url()}, "least_loaded"));
+  auto r = Chat("nope");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(ErrorCode(r.body), "model_not_found");
+  EXPECT_EQ(Chat("m@v3").status, 404);
+  auto bad = client_->Send("POST", "/v1/chat/completions", "{not json");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(a.calls.load(), 0);
+}
+
+TEST_F(GatewayTest, GarbageUpstreamIs502AndTheGatewayKeepsServing) {
+  RawUpstream garbage([](int fd) { Send(fd, "this is not http\r\n\r\n"); });
+  GoodUpstream a("a");
+  StartGateway(ModelToml("bad", {garbage.url()}, "least_loaded") + ModelToml("good", {a.url()}, "least_loaded"));
+  auto r = Chat("bad");
+  EXPECT_EQ(r.status, 502);
+  EXPECT_EQ(ErrorCode(r.body), "bad_gateway");
+  EXPECT_EQ(Chat("good").status, 200);
+}
+
+TEST_F(GatewayTest, FailureBeforeFirstByteIsRetriedOnAnotherReplica) {
+  RawUpstream garbage([](int fd) { Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: zz\r\n\r\n"); });
+  GoodUpstream a("a");
+  GoodUpstream five("five", 503);
+  // round_robin starts with the broken ones.
+  StartGateway(ModelToml("m", {garbage.url(), a.url()}, "round_robin") +
+               ModelToml("n", {five.url(), a.url()}, "round_robin"));
+  auto r = Chat("m");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(r.body)["tag"], "a");
+  auto s = Chat("n");
+  EXPECT_EQ(s.status, 200);
+  EXPECT_EQ(five.calls.load(), 1);
+  EXPECT_EQ(gw_->metrics().retries_total(), 2u);
+  // Passive ejection (eject_after_failures = 1): the broken ones get no more traffic.
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(Chat("n").status, 200);
+  EXPECT_EQ(five.calls.load(), 1);
+  auto admin = client_->Send("GET", "/admin/replicas", "", [] {
+    http::Headers h;
+    h.Add("Authorization", "Bearer admin-secret");
+    return h;
+  }());
+  ASSERT_TRUE(admin.ok());
+  EXPECT_NE(admin->body.find("\"circuit\":\"open\""), std::string::npos) << admin->body;
+  const std::string metrics = client_->Send("GET", "/metrics")->body;
+  EXPECT_NE(metrics.find("pagoda_gateway_retries_total{deployment=\"n@v1\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("pagoda_gateway_replica_circuit_state{replica=\"n-0\",deployment=\"n@v1\",zone=\"\"} 1"), std::string::npos);
+}
+
+TEST_F(GatewayTest, HangingUpstreamIs504) {
+  RawUpstream hang([](int) { std::this_thread::sleep_for(1500ms); });
+  StartGateway(ModelToml("m", {hang.url()}, "least_loaded"));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = Chat("m");
+  EXPECT_EQ(r.status, 504);
+  EXPECT_EQ(ErrorCode(r.body), "upstream_timeout");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1400ms);  // first_byte_timeout_ms = 500
+}
+
+TEST_F(GatewayTest, DeadlineHeaderEndsTheStream) {
+  GoodUpstream a("a");
+  StartGateway(ModelToml("m", {a.url()}, "least_loaded"));
+  http::Headers h;
+  h.Add("x-pagoda-deadline-ms", "200");
+  std::vector<std::string> events;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = client_->SendSse("POST", "/v1/slow", R"({"model":"m"})", [&](std::string_view d) {
+    events.emplace_back(d);
+    return true;
+  }, h);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(ErrorCode(events.back()), "upstream_error");
+  for (int i = 0; i < 100 && !a.cancelled; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(a.cancelled.load());  // the upstream request ended too
+}
+
+TEST_F(GatewayTest, MidStreamCloseEndsWithAnErrorEvent) {
+  RawUpstream cut([](int fd) {
+    Send(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
+    const std::string ev = "data: {\"i\":0}\n\n";
+    char len[16];
+    std::snprintf(len, sizeof(len), "%zx\r\n", ev.size());
+    Send(fd, std::string(len) + ev + "\r\n");
+    std::this_thread::sleep_for(50ms);
+  });
+  StartGateway(ModelToml("m", {cut.url()}, "least_loaded"));
+  std::vector<std::string> events;
+  auto r = Chat("m", true, &events);
+  EXPECT_EQ(r.status, 200);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0], "{\"i\":0}");
+  EXPECT_EQ(ErrorCode(events[1]), "upstream_error");
+}
+
+TEST_F(GatewayTest, ClientDisconnectCancelsTheUpstreamAtOnce) {
+  GoodUpstream a("a");
+  StartGateway(ModelToml("m", {a.url()}, "least_loaded"));
+  int n = 0;
+  auto r = client_->SendSse("POST", "/v1/slow", R"({"model":"m"})", [&](std::string_view) { return ++n < 2; });
+  ASSERT_TRUE(r.ok());
+  for (int i = 0; i < 200 && !a.cancelled; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(a.cancelled.load());
+}
+
+TEST_F(GatewayTest, AliasesRespectSelfHostedOnlyAndFallBackOnlyWhenDown) {
+  GoodUpstream own("own");
+  GoodUpstream ext("ext");
+  StartGateway(ModelToml("m", {own.url()}, "least_loaded") +
+               "[[upstreams]]\nname = \"x\"\nurl = \"" + ext.url() + "/v1\"\napi_key_env = \"EXT_KEY\"\n"
+               "model = \"gpt-x\"\n"
+               "[[aliases]]\nname = \"private\"\nmodel = \"m\"\nself_hosted_only = true\n"
+               "[[aliases]]\nname = \"chat\"\nmodel = \"m@v1\"\nfallback = \"x\"\n");
+  http::Headers auth;
+  auth.Add("Authorization", "Bearer client-key");
+  EXPECT_EQ(nlohmann::json::parse(Chat("chat", false, nullptr, auth).body)["tag"], "own");
+  EXPECT_EQ(own.last_auth, "Bearer client-key");  // own replicas see the client's header
+  EXPECT_EQ(ext.calls.load(), 0);
+  // Every own replica down.
+  for (const auto& r : gw_->table()->AllReplicas()) {
+    if (!r->external()) r->state().OnProbe(false, std::chrono::steady_clock::now());
+  }
+  auto p = Chat("private");
+  EXPECT_EQ(p.status, 503);
+  EXPECT_EQ(ErrorCode(p.body), "no_healthy_replica");
+  EXPECT_EQ(ext.calls.load(), 0);
+  auto f = Chat("chat", false, nullptr, auth);
+  EXPECT_EQ(f.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(f.body)["tag"], "ext");
+  EXPECT_EQ(*f.headers.Find("x-pagoda-deployment"), "upstream:x");
+  EXPECT_EQ(ext.last_auth, "Bearer ext-secret");  // the key from the environment, not the client's
+  EXPECT_EQ(ext.last_model, "gpt-x");
+}
+
+TEST_F(GatewayTest, ReloadRefusesABadConfigAndKeepsTheOld) {
+  GoodUpstream a("a");
+  GoodUpstream b("b");
+  StartGateway(ModelToml("m", {a.url()}, "least_loaded"));
+  http::Headers admin;
+  admin.Add("Authorization", "Bearer admin-secret");
+  EXPECT_EQ(client_->Send("POST", "/admin/reload")->status, 401);
+  EXPECT_EQ(client_->Send("GET", "/admin/replicas", "", [] {
+              http::Headers h;
+              h.Add("Authorization", "Bearer wrong");
+              return h;
+            }())->status, 401);
+  Write("[[models]]\nname = \"m\"\npolicy = 3\n");
+  auto refused = client_->Send("POST", "/admin/reload", "", admin);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->status, 400);
+  EXPECT_NE(refused->body.find(":3: "), std::string::npos) << refused->body;  // names the line
+  EXPECT_EQ(nlohmann::json::parse(Chat("m").body)["tag"], "a");              // the old config serves
+  auto routing = client_->Send("GET", "/admin/routing", "", admin);
+  EXPECT_NE(routing->body.find("\"ok\":false"), std::string::npos);
+  Write("[gateway]\nadmin_key_env = \"GW_TEST_ADMIN\"\n" + ModelToml("m2", {b.url()}, "session"));
+  EXPECT_EQ(client_->Send("POST", "/admin/reload", "", admin)->status, 200);
+  EXPECT_EQ(Chat("m").status, 404);
+  EXPECT_EQ(nlohmann::json::parse(Chat("m2").body)["tag"], "b");
+}
+
+TEST_F(GatewayTest, ReloadDuringAStreamKeepsItRunning) {
+  GoodUpstream a("a");
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  a.gate = &gate;
+  StartGateway(ModelToml("m", {a.url()}, "least_loaded"));
+  std::vector<std::string> events;
+  std::thread reloader;
+  auto r = client_->SendSse("POST", "/v1/chat/completions", R"({"model":"m","stream":true})",
+                            [&](std::string_view d) {
+                              events.emplace_back(d);
+                              if (events.size() == 1) {
+                                Write("[gateway]\nadmin_key_env = \"GW_TEST_ADMIN\"\n" +
+                                      ModelToml("other", {a.url()}, "least_loaded"));
+                                EXPECT_TRUE(gw_->Reload().ok());
+                                release.set_value();
+                              }
+                              return true;
+                            });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(events.size(), 4u);
+  EXPECT_EQ(events.back(), "[DONE]");
+}
+
+}  // namespace
+}  // namespace pagoda::gateway
