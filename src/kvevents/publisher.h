@@ -16,10 +16,11 @@
 // in vLLM; a restarted publisher starts at 0 again.
 //
 // Threads: Publish from one producer thread at a time (the engine thread);
-// it takes a mutex only to move the batch into a bounded queue, never
+// it takes a mutex only to move the batch into a bounded queue, wakes
+// nobody (a wake-up let the scheduler run the sender inside the call), never
 // waits for the network, and drops (counting) when max_queue batches wait.
-// One background thread encodes, sends, keeps the last buffer_steps payloads
-// and answers replay requests. stats() from any thread.
+// One background thread looks every 2 ms: encodes, sends, keeps the last
+// buffer_steps payloads and answers replay requests. stats() from any thread.
 #pragma once
 
 #include <cstdint>
