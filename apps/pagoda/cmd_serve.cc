@@ -12,6 +12,7 @@
 #include "base/thread_pool.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "kvevents/publisher.h"
 #include "model_loading.h"
 #include "server/openai_server.h"
 #include "tokenizer/chat_template.h"
@@ -38,6 +39,15 @@ Result<int64_t> ParseBytes(const std::string& s) {
   else return InvalidArgument("--kv-cache-memory: unknown unit '" + unit + "'");
   if (!(v > 0)) return InvalidArgument("--kv-cache-memory must be positive");
   return static_cast<int64_t>(v * mul);
+}
+
+// ZeroMQ endpoints Pagoda binds: tcp://HOST:PORT (PORT may be * for an
+// ephemeral one) or ipc://PATH.
+Status CheckEndpoint(const std::string& flag, const std::string& v) {
+  const bool tcp = v.rfind("tcp://", 0) == 0 && v.find(':', 6) != std::string::npos && v.size() > 6;
+  const bool ipc = v.rfind("ipc://", 0) == 0 && v.size() > 6;
+  if (tcp || ipc) return Status::Ok();
+  return InvalidArgument(flag + ": expected tcp://HOST:PORT or ipc://PATH, got '" + v + "'");
 }
 
 }  // namespace
@@ -80,6 +90,13 @@ int CmdServe(int argc, char** argv) {
   app.add_option("--request-timeout", request_timeout_s,
                  "seconds a generation request may take from arrival, queue included (0: no limit); past it: 504")
       ->check(CLI::Range(0.0, 31'536'000.0));
+  kvevents::PublisherOptions kv_events;
+  kv_events.endpoint.clear();
+  app.add_option("--kv-events", kv_events.endpoint,
+                 "publish KV cache events (vLLM's format) on this ZeroMQ PUB endpoint, bound: tcp://HOST:PORT");
+  app.add_option("--kv-events-replay", kv_events.replay_endpoint,
+                 "ZeroMQ ROUTER endpoint (bound) serving replays of the last KV event batches");
+  app.add_option("--kv-events-topic", kv_events.topic, "topic frame of every KV event message (default: none, as vLLM)");
   std::string decode_weights;
   AddDecodeWeightsOption(app, &decode_weights);
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
@@ -104,6 +121,16 @@ int CmdServe(int argc, char** argv) {
                           : testing_kv_fault == "retag" ? KvFault::kRetag
                                                         : KvFault::kSwap;
   }
+  if (kv_events.endpoint.empty() && (!kv_events.replay_endpoint.empty() || !kv_events.topic.empty())) {
+    return Fail("--kv-events-replay and --kv-events-topic need --kv-events");
+  }
+  if (!kv_events.endpoint.empty()) {
+    if (Status s = CheckEndpoint("--kv-events", kv_events.endpoint); !s.ok()) return Fail(s);
+    if (!kv_events.replay_endpoint.empty()) {
+      if (Status s = CheckEndpoint("--kv-events-replay", kv_events.replay_endpoint); !s.ok()) return Fail(s);
+    }
+    if (no_prefix_cache) return Fail("--kv-events reports the prefix cache, which --no-prefix-cache turns off");
+  }
   if (const auto t = kernels::ParseKvType(kv_type)) {
     eo.kv_type = *t;
   } else {
@@ -126,6 +153,19 @@ int CmdServe(int argc, char** argv) {
   so.io_threads = http_threads;
   so.drain_timeout = std::chrono::seconds(drain_seconds);
   so.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(request_timeout_s * 1000.0));
+  // Outlives the server (and its engine, which publishes into it).
+  std::unique_ptr<kvevents::Publisher> publisher;
+  if (!kv_events.endpoint.empty()) {
+    auto p = kvevents::Publisher::Create(kv_events);
+    if (!p.ok()) {
+      const bool replay = p.status().message().find("replay endpoint") != std::string::npos;
+      return Fail(std::string(replay ? "--kv-events-replay: " : "--kv-events: ") + p.status().message());
+    }
+    publisher = std::move(*p);
+    eo.kv_event_sink = [p = publisher.get()](kvevents::EventBatch&& b) { p->Publish(std::move(b)); };
+    std::fprintf(stderr, "pagoda: KV events on %s%s%s\n", publisher->endpoint().c_str(),
+                 publisher->replay_endpoint().empty() ? "" : ", replay on ", publisher->replay_endpoint().c_str());
+  }
   const std::string tmpl = ChatTemplateSource(loaded->file->metadata());
   auto srv = server::OpenAiServer::Create(model, *loaded->tokenizer, tmpl, eo, so);
   if (!srv.ok()) return Fail(srv.status());

@@ -22,6 +22,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
     return InvalidArgument("engine options: n_ctx >= 2, and max_running, max_waiting, max_batch_tokens, "
                            "max_n, block_size >= 1 are required");
   }
+  if (options.kv_event_sink && !options.prefix_caching) {
+    return InvalidArgument("KV events report the prefix cache, which is disabled");
+  }
   PagedKvCacheOptions ko;
   ko.n_seq_max = options.max_running;
   ko.n_ctx = options.n_ctx;
@@ -51,6 +54,11 @@ Engine::Engine(Model& model, const EngineOptions& options, std::unique_ptr<Paged
   // Known before the first step: /metrics reports it from the start.
   stats_.kv_capacity_tokens = static_cast<int64_t>(kv_->pool().n_blocks()) * kv_->block_size();
   published_.kv_capacity_tokens = stats_.kv_capacity_tokens;
+  if (options_.kv_event_sink) {
+    kv_events_ = std::make_unique<KvEventCollector>(options_.block_size);
+    kv_events_->AddCleared();  // a (re)started replica's cache is empty
+    kv_->prefix_cache().SetEventSink([c = kv_events_.get()](const kv::PrefixCacheEvent& e) { c->Add(e); });
+  }
 }
 
 Engine::~Engine() { Stop(); }
@@ -134,6 +142,7 @@ EngineStats Engine::stats() const {
 
 void Engine::Start() {
   PAGODA_CHECK(!started_.exchange(true)) << "engine started twice";
+  FlushKvEvents();  // the initial AllBlocksCleared, before the engine thread owns the sink
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -185,6 +194,7 @@ void Engine::FailRemaining() {
     FinishWithError(s, FinishReason::kError, FailedPrecondition("the engine stopped before the request finished"));
   }
   Publish();
+  FlushKvEvents();
 }
 
 bool Engine::StepOnce() {
@@ -192,6 +202,7 @@ bool Engine::StepOnce() {
   ReapCancelledAndExpired(EngineClock::now());
   const bool ran = RunBatch();
   Publish();
+  FlushKvEvents();
   return ran;
 }
 
@@ -378,6 +389,12 @@ void Engine::Publish() {
   std::lock_guard lock(mu_);
   n_waiting_ = static_cast<int64_t>(inbox_.size() + scheduler_.waiting().size());
   published_ = stats_;
+}
+
+void Engine::FlushKvEvents() {
+  if (!kv_events_ || kv_events_->empty()) return;
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  options_.kv_event_sink(kv_events_->Take(now));
 }
 
 }  // namespace pagoda

@@ -23,8 +23,10 @@
 #include "base/status.h"
 #include "engine/engine_request.h"
 #include "engine/engine_stats.h"
+#include "engine/kv_event_collector.h"
 #include "engine/request_channel.h"
 #include "engine/scheduler.h"
+#include "kvevents/kv_event.h"
 #include "model/model.h"
 #include "model/paged_kv_cache.h"
 #include "sampling/grammar/token_bitmask.h"
@@ -59,6 +61,12 @@ struct EngineOptions {
   // grammar::TokenVocabIndex::Build(tokenizer); requests with a constraint
   // are rejected without it.
   std::shared_ptr<const grammar::TokenVocabIndex> grammar_vocab;
+  // KV events (docs/KV_EVENTS.md): called on the engine thread after each
+  // step that changed the prefix cache, with that step's stored / removed
+  // blocks as one batch, and once before the first step with
+  // [AllBlocksCleared] (the cache starts empty). Must not block
+  // (kvevents::Publisher::Publish queues). Needs prefix_caching.
+  std::function<void(kvevents::EventBatch&&)> kv_event_sink;
 };
 
 class Engine {
@@ -132,6 +140,8 @@ class Engine {
   void Finish(Sequence* s, EngineEvent event);
   void FinishWithError(Sequence* s, FinishReason reason, Status error);
   void Publish();
+  // Hands the step's KV events, if any, to options_.kv_event_sink.
+  void FlushKvEvents();
 
   Model& model_;
   const EngineOptions options_;
@@ -145,6 +155,7 @@ class Engine {
   std::vector<int32_t> integrity_seqs_;  // StopCorruptSequences scratch
   std::vector<kv::IntegrityFailure> integrity_failures_;
   bool testing_fault_planted_ = false;
+  std::unique_ptr<KvEventCollector> kv_events_;  // null without options_.kv_event_sink
 
   // Shared with Submit / Stop / stats.
   mutable std::mutex mu_;

@@ -34,7 +34,8 @@ BlockId PrefixCache::Find(const BlockHash& hash) const {
   return it == by_hash_.end() ? kNoBlock : it->second;
 }
 
-bool PrefixCache::Store(const BlockHash& hash, const BlockHash& parent, BlockId block) {
+bool PrefixCache::Store(const BlockHash& hash, const BlockHash& parent, BlockId block,
+                        std::span<const int32_t> tokens, bool first) {
   if (!enabled_) return false;
   PAGODA_CHECK(pool_.ref_count(block) > 0) << "only a held block can be registered";
   if (pool_.cached(block)) {
@@ -45,7 +46,7 @@ bool PrefixCache::Store(const BlockHash& hash, const BlockHash& parent, BlockId 
   hash_of_[block] = hash;
   pool_.SetCached(block, true);
   ++stats_.blocks_stored;
-  if (sink_) sink_(PrefixCacheEvent{PrefixCacheEvent::Kind::kStored, hash, parent});
+  if (sink_) sink_(PrefixCacheEvent{PrefixCacheEvent::Kind::kStored, hash, parent, first, tokens});
   return true;
 }
 
@@ -61,7 +62,7 @@ void PrefixCache::Drop(BlockId block) {
   PAGODA_CHECK(it != by_hash_.end() && it->second == block) << "cached block " << block << " has no hash entry";
   by_hash_.erase(it);
   ++stats_.blocks_evicted;
-  if (sink_) sink_(PrefixCacheEvent{PrefixCacheEvent::Kind::kEvicted, h, BlockHash{}});
+  if (sink_) sink_(PrefixCacheEvent{PrefixCacheEvent::Kind::kEvicted, h, BlockHash{}, false, {}});
 }
 
 }  // namespace pagoda::kv

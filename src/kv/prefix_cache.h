@@ -31,6 +31,9 @@ struct PrefixCacheEvent {
   Kind kind = Kind::kStored;
   BlockHash hash;
   BlockHash parent;  // kStored: the previous block's hash (the root for a first block)
+  bool first = false;  // kStored: the chain's first block (parent is the root, not a block)
+  // kStored: the block's [block_size] tokens; valid only during the sink call.
+  std::span<const int32_t> tokens;
 };
 using PrefixCacheEventSink = std::function<void(const PrefixCacheEvent&)>;
 
@@ -71,7 +74,9 @@ class PrefixCache {
   // Registers `block` (held, full, never written again) under `hash`. False
   // when disabled, or when another block already holds the hash (two
   // sequences computed the same prefix; the duplicate stays private).
-  bool Store(const BlockHash& hash, const BlockHash& parent, BlockId block);
+  // `tokens` (the block's) and `first` only go to the event sink.
+  bool Store(const BlockHash& hash, const BlockHash& parent, BlockId block, std::span<const int32_t> tokens = {},
+             bool first = false);
   // Unregisters `block` if it is registered (it is about to be rewritten).
   void Forget(BlockId block);
 

@@ -267,8 +267,9 @@ int32_t PagedKvCache::CommitBlocks(int32_t seq, std::span<const int32_t> tokens,
   kv::BlockHash parent = s.hashes.empty() ? hasher.Root(salt) : s.hashes.back();
   int32_t stored = 0;
   for (int32_t i = static_cast<int32_t>(s.hashes.size()); i < n_full; ++i) {
-    const kv::BlockHash h = hasher.Next(parent, tokens.subspan(static_cast<size_t>(i) * bs, bs));
-    stored += prefix_->Store(h, parent, s.table[i]);
+    const std::span<const int32_t> block_tokens = tokens.subspan(static_cast<size_t>(i) * bs, bs);
+    const kv::BlockHash h = hasher.Next(parent, block_tokens);
+    stored += prefix_->Store(h, parent, s.table[i], block_tokens, i == 0);
     s.hashes.push_back(h);
     parent = h;
   }

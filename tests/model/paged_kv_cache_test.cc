@@ -178,6 +178,25 @@ TEST(PagedKvCacheTest, FinishedSequenceBlocksServeTheNextRequestUntilEvicted) {
   EXPECT_EQ(kv->AdoptPrefix(1, t, ""), 0);
 }
 
+TEST(PagedKvCacheTest, StoredEventsCarryEachBlocksTokensAndChain) {
+  auto kv = MakeCache(8);
+  std::vector<kv::PrefixCacheEvent> events;
+  std::vector<std::vector<int32_t>> tokens;  // copied: the span lives only during the call
+  kv->prefix_cache().SetEventSink([&](const kv::PrefixCacheEvent& e) {
+    events.push_back(e);
+    tokens.emplace_back(e.tokens.begin(), e.tokens.end());
+  });
+  const std::vector<int32_t> t = Tokens(9, 40);
+  Fill(*kv, 0, 0, 9);
+  kv->CommitBlocks(0, t, "");
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(tokens[0], std::vector<int32_t>(t.begin(), t.begin() + 4));
+  EXPECT_EQ(tokens[1], std::vector<int32_t>(t.begin() + 4, t.begin() + 8));
+  EXPECT_TRUE(events[0].first);
+  EXPECT_FALSE(events[1].first);
+  EXPECT_EQ(events[1].parent, events[0].hash);
+}
+
 TEST(PagedKvCacheTest, RewriteOfASharedBlockWritesAPrivateCopy) {
   auto kv = MakeCache(8);
   const std::vector<int32_t> t = Tokens(9);

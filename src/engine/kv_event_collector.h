@@ -1,0 +1,39 @@
+// KvEventCollector: the prefix cache's stored / evicted events of one engine
+// step, gathered into one vLLM-style kvevents::EventBatch (docs/KV_EVENTS.md).
+// A chain of blocks stored one after another becomes one BlockStored (hashes
+// in chain order, the tokens of all of them, the parent of the first);
+// consecutive evictions become one BlockRemoved. Block hashes go out as the
+// low 64 bits of the engine's XXH3-128 BlockHash (kv/block_hash.h); the
+// parent of a chain's first block is nil, as vLLM sends it.
+// Engine thread only: installed as the prefix cache's event sink.
+#pragma once
+
+#include <cstdint>
+
+#include "kv/prefix_cache.h"
+#include "kvevents/kv_event.h"
+
+namespace pagoda {
+
+class KvEventCollector {
+ public:
+  explicit KvEventCollector(int32_t block_size) : block_size_(block_size) {}
+
+  static kvevents::ExternalBlockHash ExternalHash(const kv::BlockHash& h) {
+    return kvevents::ExternalBlockHash::FromInt(h.lo);
+  }
+
+  void Add(const kv::PrefixCacheEvent& e);
+  // The whole cache was emptied: what came before in this step is moot.
+  void AddCleared();
+  bool empty() const { return batch_.events.empty(); }
+  // The step's batch, stamped `ts` (seconds since the epoch); empties the collector.
+  kvevents::EventBatch Take(double ts);
+
+ private:
+  int32_t block_size_;
+  kvevents::EventBatch batch_;
+  kv::BlockHash last_stored_;  // the last hash of the trailing BlockStored, if that is the last event
+};
+
+}  // namespace pagoda
