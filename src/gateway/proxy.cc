@@ -14,6 +14,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxBufferedBody = size_t{64} << 20;
+// Bytes of a stream waiting for a slow client before the upstream read pauses.
+constexpr size_t kMaxQueuedForClient = size_t{1} << 20;
 
 http::Response ErrorOf(const api::ApiError& e) { return http::Response::Json(e.status, e.ToJsonString()); }
 
@@ -160,6 +162,8 @@ bool Exchange::Dispatch(bool retry) {
   ev.on_head = [self](const http::UpstreamResponseHead& h) { self->OnHead(h); };
   ev.on_body = [self](std::string_view b) { self->OnBody(b); };
   ev.on_done = [self](const http::UpstreamOutcome& o) { self->OnDone(o); };
+  // A slow client: stop reading upstream once this much waits for it.
+  ev.paused = [self] { return self->writer_->queued_bytes() > kMaxQueuedForClient; };
   auto call = ctx_.client->Start(std::move(up), std::move(ev));
   std::lock_guard<std::mutex> lock(mu_);
   call_ = call;

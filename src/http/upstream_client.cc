@@ -250,6 +250,20 @@ asio::awaitable<UpstreamOutcome> CallImpl::Exchange() {
       out.error = UpstreamError::kCancelled;
       co_return out;
     }
+    if (ev_.paused && ev_.paused()) {
+      asio::steady_timer pause(co_await asio::this_coro::executor);
+      while (!cancelled_ && ev_.paused()) {
+        if (Clock::now() >= req_.deadline) {
+          out.error = UpstreamError::kDeadline;
+          out.message = "deadline passed while the client was not reading";
+          co_return out;
+        }
+        pause.expires_after(std::chrono::milliseconds(5));
+        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      }
+      ec = {};
+      continue;  // re-checks cancellation
+    }
     parser.get().body().data = buf;
     parser.get().body().size = sizeof(buf);
     Expire(req_.idle_timeout);

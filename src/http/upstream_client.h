@@ -68,6 +68,11 @@ struct UpstreamEvents {
   std::function<void(const UpstreamResponseHead& head)> on_head;  // once, before any body
   std::function<void(std::string_view bytes)> on_body;           // body bytes as they arrive (de-chunked)
   std::function<void(const UpstreamOutcome& outcome)> on_done;    // exactly once, last
+  // Back-pressure: while this returns true (the consumer holds more than it
+  // wants, e.g. a slow client), the call stops reading the body, so the
+  // upstream's TCP window fills and it slows down; checked every few
+  // milliseconds. The idle timeout does not run while paused; the deadline does.
+  std::function<bool()> paused;
 };
 
 class UpstreamCall {
