@@ -54,6 +54,13 @@ CacheAwarePolicy::CacheAwarePolicy(const KvIndex* index, CacheAwareOptions optio
       tree_(options_.tree_max_nodes),
       pending_(options_.pending_max_nodes) {}
 
+std::unique_ptr<CacheAwarePolicy> CacheAwarePolicy::Sharing(std::shared_ptr<const KvIndex> index,
+                                                             CacheAwareOptions options) {
+  auto p = std::make_unique<CacheAwarePolicy>(index.get(), std::move(options));
+  p->owned_index_ = std::move(index);
+  return p;
+}
+
 CacheAwarePolicy::~CacheAwarePolicy() = default;
 
 std::chrono::steady_clock::time_point CacheAwarePolicy::Now() const {

@@ -64,6 +64,10 @@ class CacheAwarePolicy final : public RoutingPolicy {
   // `index`: the gateway's KvIndex (borrowed, outlives the policy); null when
   // no replica publishes events.
   explicit CacheAwarePolicy(const KvIndex* index, CacheAwareOptions options = {});
+  // The same, sharing ownership of the index (the routing table's per-model
+  // index, which outlives any one policy across reloads).
+  static std::unique_ptr<CacheAwarePolicy> Sharing(std::shared_ptr<const KvIndex> index,
+                                                   CacheAwareOptions options = {});
   ~CacheAwarePolicy() override;
 
   std::string_view name() const override { return "cache_aware"; }
@@ -71,7 +75,7 @@ class CacheAwarePolicy final : public RoutingPolicy {
   void OnDispatched(const RouteInput& input, const ReplicaView& chosen) override;
 
   // Forgets a replica's approximate and pending entries (left the config).
-  void RemoveReplica(std::string_view id);
+  void RemoveReplica(std::string_view id) override;
 
   const PrefixTree& tree() const { return tree_; }
 
@@ -80,6 +84,7 @@ class CacheAwarePolicy final : public RoutingPolicy {
   Prompt Chain(const RouteInput& input) const;
   std::chrono::steady_clock::time_point Now() const;
 
+  std::shared_ptr<const KvIndex> owned_index_;  // null when borrowed
   const KvIndex* index_;
   CacheAwareOptions options_;
   PrefixTree tree_;     // replicas without events
