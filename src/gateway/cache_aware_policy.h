@@ -2,7 +2,9 @@
 //   (prompt blocks it would compute) x overlap_weight x its weight
 //   + its decode load (active_blocks),
 // Dynamo's KV router cost; the cheapest wins, ties go to fewer active
-// requests, then to the lower hash of the id (stable across processes).
+// requests, then to the lower rendezvous hash of (id, the prompt's last
+// block hash): stable across processes, and new prefixes spread over idle
+// replicas instead of all landing on one.
 // The blocks a replica already holds come from the KvIndex for replicas with
 // KV events, and from the approximate PrefixTree of what the gateway itself
 // routed there for the others.
