@@ -13,6 +13,14 @@ namespace {
 // keeps a text block from ever matching a token block.
 constexpr uint64_t kTextSalt = 0x7465787462797465ull;  // "textbyte"
 
+// Rendezvous weight of (replica, prompt): splitmix64's finaliser over both.
+uint64_t Rendezvous(uint64_t id_hash, uint64_t prompt_hash) {
+  uint64_t z = id_hash ^ (prompt_hash + 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 struct Score {
   size_t matched = 0;  // blocks the engine would reuse
   double cost = 0;
@@ -53,6 +61,13 @@ CacheAwarePolicy::CacheAwarePolicy(const KvIndex* index, CacheAwareOptions optio
       options_(std::move(options)),
       tree_(options_.tree_max_nodes),
       pending_(options_.pending_max_nodes) {}
+
+std::unique_ptr<CacheAwarePolicy> CacheAwarePolicy::Sharing(std::shared_ptr<const KvIndex> index,
+                                                             CacheAwareOptions options) {
+  auto p = std::make_unique<CacheAwarePolicy>(index.get(), std::move(options));
+  p->owned_index_ = std::move(index);
+  return p;
+}
 
 CacheAwarePolicy::~CacheAwarePolicy() = default;
 
@@ -103,7 +118,10 @@ RouteChoice CacheAwarePolicy::Pick(const RouteInput& input, std::span<const Repl
     const double to_compute = static_cast<double>(p.units - static_cast<int64_t>(s[i].matched) * p.block_units) /
                               static_cast<double>(p.block_units);
     s[i].cost = to_compute * options_.overlap_weight * c[i].weight + static_cast<double>(c[i].active_blocks);
-    s[i].id_hash = StableHash(c[i].id);
+    // Ties (idle replicas, a prefix held nowhere) go by rendezvous on the
+    // whole prompt: new prefixes spread over the pool instead of piling on
+    // one replica, and one prompt always ties the same way.
+    s[i].id_hash = Rendezvous(StableHash(c[i].id), p.chain.empty() ? 0 : p.chain.back());
   }
   bool imbalanced = false;
   const std::vector<bool> keep = LoadGuard(c, options_, &imbalanced);

@@ -2,7 +2,9 @@
 //   (prompt blocks it would compute) x overlap_weight x its weight
 //   + its decode load (active_blocks),
 // Dynamo's KV router cost; the cheapest wins, ties go to fewer active
-// requests, then to the lower hash of the id (stable across processes).
+// requests, then to the lower rendezvous hash of (id, the prompt's last
+// block hash): stable across processes, and new prefixes spread over idle
+// replicas instead of all landing on one.
 // The blocks a replica already holds come from the KvIndex for replicas with
 // KV events, and from the approximate PrefixTree of what the gateway itself
 // routed there for the others.
@@ -64,6 +66,10 @@ class CacheAwarePolicy final : public RoutingPolicy {
   // `index`: the gateway's KvIndex (borrowed, outlives the policy); null when
   // no replica publishes events.
   explicit CacheAwarePolicy(const KvIndex* index, CacheAwareOptions options = {});
+  // The same, sharing ownership of the index (the routing table's per-model
+  // index, which outlives any one policy across reloads).
+  static std::unique_ptr<CacheAwarePolicy> Sharing(std::shared_ptr<const KvIndex> index,
+                                                   CacheAwareOptions options = {});
   ~CacheAwarePolicy() override;
 
   std::string_view name() const override { return "cache_aware"; }
@@ -71,7 +77,7 @@ class CacheAwarePolicy final : public RoutingPolicy {
   void OnDispatched(const RouteInput& input, const ReplicaView& chosen) override;
 
   // Forgets a replica's approximate and pending entries (left the config).
-  void RemoveReplica(std::string_view id);
+  void RemoveReplica(std::string_view id) override;
 
   const PrefixTree& tree() const { return tree_; }
 
@@ -80,6 +86,7 @@ class CacheAwarePolicy final : public RoutingPolicy {
   Prompt Chain(const RouteInput& input) const;
   std::chrono::steady_clock::time_point Now() const;
 
+  std::shared_ptr<const KvIndex> owned_index_;  // null when borrowed
   const KvIndex* index_;
   CacheAwareOptions options_;
   PrefixTree tree_;     // replicas without events

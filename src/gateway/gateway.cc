@@ -54,6 +54,8 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options) {
   uo.io_threads = config->upstream_threads;
   g->client_ = std::make_unique<http::UpstreamClient>(uo);
   g->health_ = std::make_unique<HealthChecker>(g->client_.get(), [gw = g.get()] { return gw->table(); });
+  g->feed_ = std::make_unique<KvEventFeed>();
+  g->metrics_.set_kv_event_feed(g->feed_.get());
   http::ServerOptions so;
   so.address = config->listen_address;
   so.port = config->listen_port;
@@ -67,6 +69,7 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options) {
 Gateway::~Gateway() {
   if (server_) server_->Shutdown(std::chrono::milliseconds(0));
   if (health_) health_->Stop();
+  if (feed_) feed_->Stop();
   server_.reset();
   health_.reset();
   client_.reset();
@@ -105,6 +108,7 @@ http::Router Gateway::BuildRouter() {
 Status Gateway::Start() {
   PAGODA_RETURN_IF_ERROR(server_->Start());
   if (options_.health_checks) health_->Start();
+  feed_->Sync(*table());
   const auto t = table();
   PAGODA_LOG(Info) << "gateway: listening on " << t->config().listen_address << ":" << server_->port() << " ("
                    << t->config().models.size() << " model(s), " << t->AllReplicas().size() << " backend(s))";
@@ -116,6 +120,7 @@ uint16_t Gateway::port() const { return server_->port(); }
 void Gateway::Shutdown(std::chrono::milliseconds deadline) {
   server_->Shutdown(deadline);
   health_->Stop();
+  feed_->Stop();
 }
 
 void Gateway::RunUntilSignal(std::chrono::milliseconds deadline) {
@@ -186,6 +191,7 @@ Status Gateway::Reload() {
     admin_key_ = ReadAdminKey(*config, options_.env);
     last_reload_error_.clear();
   }
+  feed_->Sync(*this->table());
   metrics_.RecordReload(true);
   PAGODA_LOG(Info) << "gateway: config reloaded from " << options_.config_path;
   return Status::Ok();

@@ -17,6 +17,7 @@
 #include "gateway/admin_api.h"
 #include "gateway/gateway_metrics.h"
 #include "gateway/health_checker.h"
+#include "gateway/kv_event_feed.h"
 #include "gateway/routing_table.h"
 #include "http/server.h"
 #include "http/upstream_client.h"
@@ -50,6 +51,7 @@ class Gateway final : public AdminBackend {
 
   GatewayMetrics& metrics() { return metrics_; }
   HealthChecker& health_checker() { return *health_; }
+  KvEventFeed& kv_event_feed() { return *feed_; }
   http::UpstreamClient& upstream_client() { return *client_; }
 
  private:
@@ -61,6 +63,7 @@ class Gateway final : public AdminBackend {
   GatewayMetrics metrics_;
   std::unique_ptr<http::UpstreamClient> client_;
   std::unique_ptr<HealthChecker> health_;
+  std::unique_ptr<KvEventFeed> feed_;  // the replicas' KV events into each model's index
   std::unique_ptr<http::Server> server_;
   mutable std::mutex mu_;
   std::shared_ptr<RoutingTable> table_;  // guarded by mu_

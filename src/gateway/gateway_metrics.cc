@@ -1,30 +1,15 @@
 #include "gateway/gateway_metrics.h"
 
-#include <cstdio>
+#include "gateway/prometheus_text.h"
+
+#include <algorithm>
 #include <sstream>
 
 namespace pagoda::gateway {
 namespace {
 
-// A Prometheus label value: backslash, quote and newline escaped.
-std::string Esc(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
-std::string Num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.9g", v);
-  return buf;
-}
+constexpr auto Esc = &PromLabel;
+constexpr auto Num = &PromNumber;
 
 }  // namespace
 
@@ -49,13 +34,19 @@ void GatewayMetrics::RecordRouteError(int status) {
   ++route_errors_[status];
 }
 
-void GatewayMetrics::RecordAddedLatency(double seconds) {
+void GatewayMetrics::RecordAddedLatency(double seconds) { added_latency_.Observe(seconds); }
+
+void GatewayMetrics::RecordCachedTokens(const std::string& replica, const std::string& deployment, int64_t predicted,
+                                        const std::optional<ReportedUsage>& reported) {
   std::lock_guard<std::mutex> lock(mu_);
-  size_t b = 0;
-  while (b < kBuckets.size() && seconds > kBuckets[b]) ++b;
-  ++latency_buckets_[b];
-  latency_sum_ += seconds;
-  ++latency_count_;
+  CachedTokens& c = cached_[{replica, deployment}];
+  ++c.responses;
+  c.predicted += static_cast<uint64_t>(std::max<int64_t>(0, predicted));
+  if (reported) {
+    ++c.with_usage;
+    c.prompt += static_cast<uint64_t>(std::max<int64_t>(0, reported->prompt_tokens));
+    c.reported += static_cast<uint64_t>(std::max<int64_t>(0, reported->cached_tokens.value_or(0)));
+  }
 }
 
 void GatewayMetrics::RecordReload(bool ok) {
@@ -100,21 +91,37 @@ std::string GatewayMetrics::Render(const RoutingTable& table) const {
     o << "# HELP pagoda_gateway_route_errors_total Requests the gateway answered itself, by HTTP status.\n"
          "# TYPE pagoda_gateway_route_errors_total counter\n";
     for (const auto& [s, v] : route_errors_) o << "pagoda_gateway_route_errors_total{status=\"" << s << "\"} " << v << "\n";
-    o << "# HELP pagoda_gateway_added_latency_seconds Time the gateway spends before forwarding and after receiving.\n"
-         "# TYPE pagoda_gateway_added_latency_seconds histogram\n";
-    uint64_t cum = 0;
-    for (size_t b = 0; b < kBuckets.size(); ++b) {
-      cum += latency_buckets_[b];
-      o << "pagoda_gateway_added_latency_seconds_bucket{le=\"" << Num(kBuckets[b]) << "\"} " << cum << "\n";
+    const struct {
+      const char* name;
+      const char* help;
+      uint64_t CachedTokens::*field;
+    } cached[] = {
+        {"pagoda_gateway_predicted_cached_tokens_total", "Prompt tokens the router predicted the replica holds.",
+         &CachedTokens::predicted},
+        {"pagoda_gateway_reported_cached_tokens_total",
+         "Prompt tokens the replica reported cached (usage.prompt_tokens_details.cached_tokens).",
+         &CachedTokens::reported},
+        {"pagoda_gateway_reported_prompt_tokens_total", "Prompt tokens the replica reported (usage.prompt_tokens).",
+         &CachedTokens::prompt},
+        {"pagoda_gateway_cache_responses_total", "Answered (2xx) requests counted by the cached-token metrics.",
+         &CachedTokens::responses},
+        {"pagoda_gateway_cache_responses_with_usage_total", "Of those, the responses that reported usage.",
+         &CachedTokens::with_usage},
+    };
+    for (const auto& m : cached) {
+      o << "# HELP " << m.name << " " << m.help << "\n# TYPE " << m.name << " counter\n";
+      for (const auto& [k, v] : cached_) {
+        o << m.name << "{replica=\"" << Esc(k.first) << "\",deployment=\"" << Esc(k.second) << "\"} " << v.*m.field
+          << "\n";
+      }
     }
-    cum += latency_buckets_[kBuckets.size()];
-    o << "pagoda_gateway_added_latency_seconds_bucket{le=\"+Inf\"} " << cum << "\n"
-      << "pagoda_gateway_added_latency_seconds_sum " << Num(latency_sum_) << "\n"
-      << "pagoda_gateway_added_latency_seconds_count " << latency_count_ << "\n";
     o << "# TYPE pagoda_gateway_config_reloads_total counter\n"
       << "pagoda_gateway_config_reloads_total{result=\"ok\"} " << reloads_ok_ << "\n"
       << "pagoda_gateway_config_reloads_total{result=\"refused\"} " << reloads_failed_ << "\n";
   }
+  RenderHistogram(o, "pagoda_gateway_added_latency_seconds",
+                  "Time the gateway spends before forwarding and after receiving.", added_latency_.snapshot());
+  if (feed_ != nullptr) RenderKvEventFeedMetrics(o, *feed_, table);
   const auto now = std::chrono::steady_clock::now();
   const auto replicas = table.AllReplicas();
   struct Gauge {

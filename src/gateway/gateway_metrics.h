@@ -1,20 +1,24 @@
 // GatewayMetrics: the gateway's Prometheus counters (requests per replica,
 // deployment, policy and status class; retries; upstream errors by kind;
-// added-latency histogram). Per-replica gauges (active load, health,
-// circuit, ejections) are read from the routing table at scrape time.
+// added-latency histogram; predicted vs reported cached tokens). Per-replica
+// gauges (active load, health, circuit, ejections) are read from the routing
+// table at scrape time, the KV event feed's figures from the feed.
 // Labels carry names and ids only, never prompts or keys.
 // Thread safety: any thread.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
+#include <optional>
 #include <tuple>
 
+#include "gateway/histogram.h"
+#include "gateway/kv_event_feed.h"
 #include "gateway/routing_table.h"
+#include "gateway/usage_reader.h"
 
 namespace pagoda::gateway {
 
@@ -28,6 +32,12 @@ class GatewayMetrics {
   void RecordRouteError(int status);  // answered by the gateway itself (404, 503, ...)
   void RecordAddedLatency(double seconds);
   void RecordReload(bool ok);
+  // A request answered 2xx: the router's predicted cached tokens and what
+  // the replica reported (nullopt: no usage in the response).
+  void RecordCachedTokens(const std::string& replica, const std::string& deployment, int64_t predicted,
+                          const std::optional<ReportedUsage>& reported);
+  // The feed whose figures Render adds (borrowed; null: none).
+  void set_kv_event_feed(const KvEventFeed* feed) { feed_ = feed; }
 
   // Prometheus text exposition, with the table's per-replica gauges.
   std::string Render(const RoutingTable& table) const;
@@ -36,16 +46,17 @@ class GatewayMetrics {
   uint64_t retries_total() const;
 
  private:
-  static constexpr std::array<double, 12> kBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                                       0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
+  struct CachedTokens {
+    uint64_t predicted = 0, reported = 0, prompt = 0, responses = 0, with_usage = 0;
+  };
   mutable std::mutex mu_;
   std::map<std::tuple<std::string, std::string, std::string, std::string>, uint64_t> requests_;  // guarded by mu_
   std::map<std::string, uint64_t> retries_;                                                   // guarded by mu_
   std::map<std::pair<std::string, std::string>, uint64_t> upstream_errors_;                    // guarded by mu_
   std::map<int, uint64_t> route_errors_;                                                      // guarded by mu_
-  std::array<uint64_t, kBuckets.size() + 1> latency_buckets_{};                                // guarded by mu_
-  double latency_sum_ = 0;                                                                    // guarded by mu_
-  uint64_t latency_count_ = 0;                                                                // guarded by mu_
+  std::map<std::pair<std::string, std::string>, CachedTokens> cached_;                         // guarded by mu_
+  Histogram added_latency_{Histogram::LatencyBounds()};
+  const KvEventFeed* feed_ = nullptr;
   uint64_t reloads_ok_ = 0, reloads_failed_ = 0;                                              // guarded by mu_
 };
 

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "gateway/cache_aware_policy.h"
 #include "gateway/least_loaded_policy.h"
 #include "gateway/power_of_two_policy.h"
 #include "gateway/round_robin_policy.h"
@@ -9,17 +10,15 @@
 
 namespace pagoda::gateway {
 
-Result<std::unique_ptr<RoutingPolicy>> MakePolicy(std::string_view name, const ModelConfig& model) {
-  (void)model;  // cache_aware will read the tokenizer path and block size from it
+Result<std::unique_ptr<RoutingPolicy>> MakePolicy(std::string_view name, const ModelConfig& model,
+                                                  std::shared_ptr<const KvIndex> index) {
+  (void)model;  // the block size reaches the policy per request (RouteInput)
   if (name == "least_loaded") return std::unique_ptr<RoutingPolicy>(std::make_unique<LeastLoadedPolicy>());
   if (name == "power_of_two") return std::unique_ptr<RoutingPolicy>(std::make_unique<PowerOfTwoPolicy>());
   if (name == "round_robin") return std::unique_ptr<RoutingPolicy>(std::make_unique<RoundRobinPolicy>());
   if (name == "session") return std::unique_ptr<RoutingPolicy>(std::make_unique<SessionPolicy>());
   if (name == "cache_aware") {
-    // TODO(issue 13, cache_aware): plug in CacheAwarePolicy (cache_aware_policy.h,
-    // KV-event index + approximate prefix tree) here once it is merged. Until
-    // then cache_aware routes as least_loaded.
-    return std::unique_ptr<RoutingPolicy>(std::make_unique<LeastLoadedPolicy>());
+    return std::unique_ptr<RoutingPolicy>(CacheAwarePolicy::Sharing(std::move(index)));
   }
   return InvalidArgument("unknown routing policy '" + std::string(name) + "'");
 }

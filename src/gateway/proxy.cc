@@ -1,12 +1,15 @@
 #include "gateway/proxy.h"
 
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "api/api_error.h"
 #include "base/log.h"
 #include "gateway/request_info.h"
 #include "gateway/router.h"
 #include "gateway/sse_splitter.h"
+#include "gateway/usage_reader.h"
 
 namespace pagoda::gateway {
 namespace {
@@ -60,6 +63,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void EndStreamWithError(const std::string& message);
   void Finish(const std::string& status_class);
   http::Headers ServedBy() const;
+  void Tokenize(const ModelRoute& model);
   http::UpstreamRequest BuildUpstreamRequest() const;
 
   const ProxyContext ctx_;
@@ -69,6 +73,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   const Clock::time_point received_;
   Clock::time_point deadline_ = Clock::time_point::max();
   RequestInfo info_;
+  std::vector<int32_t> tokens_;  // the prompt as the engine will see it; empty when untokenized
   RouteRequest route_;
   std::string session_key_, zone_;
   RouteDecision decision_;
@@ -83,6 +88,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   http::Headers head_headers_;
   std::string body_;
   SseSplitter sse_;
+  std::optional<ReportedUsage> usage_;  // the replica's usage (body, or the stream's usage chunk)
   bool client_started_ = false;  // bytes went to the client: no retry
   bool verdict_failure_ = false;
 
@@ -126,11 +132,22 @@ void Exchange::Start() {
   route_.session_key = session_key_;
   route_.prompt_text = info_.prompt_text;
   route_.prompt_tokens = info_.prompt_tokens;
+  if (model != nullptr) Tokenize(*model);
   route_.max_tokens = info_.max_tokens;
   writer_->OnCancel([weak = weak_from_this()] {
     if (auto self = weak.lock()) self->OnClientGone();
   });
   Dispatch();
+}
+
+void Exchange::Tokenize(const ModelRoute& model) {
+  if (!model.tokenizer || req_.method != "POST") return;
+  const std::string_view path = std::string_view(req_.target).substr(0, req_.target.find('?'));
+  auto tokens = model.tokenizer->Tokens(path, req_.body);
+  if (!tokens.ok()) return;  // routed on the prompt text; the replica will say what is wrong
+  tokens_ = std::move(tokens).value();
+  route_.tokens = tokens_;
+  route_.prompt_tokens = static_cast<int64_t>(tokens_.size());
 }
 
 bool Exchange::Dispatch(bool retry) {
@@ -152,6 +169,7 @@ bool Exchange::Dispatch(bool retry) {
   mode_ = Mode::kWaiting;
   status_ = 0;
   body_.clear();
+  usage_.reset();
   head_headers_ = {};
   sse_ = SseSplitter();
   verdict_failure_ = false;
@@ -206,6 +224,7 @@ http::Headers Exchange::ServedBy() const {
   http::Headers h;
   h.Add(kDeploymentHeader, decision_.deployment);
   h.Add(kReplicaHeader, decision_.replica->id());
+  h.Add(kPredictedCachedHeader, std::to_string(decision_.predicted_cached_tokens));
   return h;
 }
 
@@ -243,7 +262,10 @@ void Exchange::OnBody(std::string_view bytes) {
     }
     body_.append(bytes);
   } else if (mode_ == Mode::kSse) {
-    const bool ok = sse_.Feed(bytes, [&](std::string_view data) { return writer_->SendSse(data); });
+    const bool ok = sse_.Feed(bytes, [&](std::string_view data) {
+      if (auto u = ReadUsage(data)) usage_ = u;  // the include_usage chunk
+      return writer_->SendSse(data);
+    });
     if (!ok) {
       std::lock_guard<std::mutex> lock(mu_);
       call_->Cancel();  // client gone, or an oversized event (garbage)
@@ -304,6 +326,7 @@ void Exchange::OnDone(const http::UpstreamOutcome& o) {
     for (const char* keep : {"Retry-After", "x-request-id"}) {
       if (const std::string* v = head_headers_.Find(keep)) r.headers.Set(keep, *v);
     }
+    if (status_ / 100 == 2) usage_ = ReadUsage(body_);
     r.body = std::move(body_);
     writer_->Respond(std::move(r));
     added_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
@@ -337,6 +360,10 @@ void Exchange::Fail(const api::ApiError& e) {
 void Exchange::Finish(const std::string& status_class) {
   if (decision_.replica) {
     ctx_.metrics->RecordRequest(decision_.replica->id(), decision_.deployment, decision_.policy, status_class);
+    if (status_class == "2xx") {
+      ctx_.metrics->RecordCachedTokens(decision_.replica->id(), decision_.deployment,
+                                       decision_.predicted_cached_tokens, usage_);
+    }
   }
   ctx_.metrics->RecordAddedLatency(added_seconds_);
   std::lock_guard<std::mutex> lock(mu_);

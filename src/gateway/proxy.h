@@ -2,7 +2,8 @@
 // the asynchronous UpstreamClient. SSE responses pass through event by event;
 // others are relayed whole. A failure before the first byte reached the
 // client (connect error, timeout, 5xx, garbage) is retried once on another
-// replica; later failures end the stream with an SSE error event; a client
+// replica; the prompt is tokenized once (the model's RequestTokenizer) and
+// the tokens route every attempt; later failures end the stream with an SSE error event; a client
 // that leaves cancels the upstream call at once. The load guard is taken at
 // dispatch and released when the exchange ends, however it ends. Passive
 // health: connection errors, timeouts and 5xx count against the replica's
@@ -30,6 +31,9 @@ struct ProxyContext {
 // Headers that name what served a response.
 inline constexpr const char* kDeploymentHeader = "x-pagoda-deployment";
 inline constexpr const char* kReplicaHeader = "x-pagoda-replica";
+// The prompt tokens the router predicted the chosen replica holds in its
+// prefix cache (cache_aware; 0 for the other policies).
+inline constexpr const char* kPredictedCachedHeader = "x-pagoda-predicted-cached-tokens";
 
 // Proxies `request` (an OpenAI-style /v1/* call) with `table`; answers on `writer`.
 void ProxyRequest(const ProxyContext& ctx, std::shared_ptr<const RoutingTable> table, const http::Request& request,

@@ -61,6 +61,7 @@ RouteDecision Pick(const ModelRoute& model, const Deployment& dep, const std::ve
   }
   RouteInput in;
   in.model = dep.key;
+  in.tokens = request.tokens;
   in.prompt_text = request.prompt_text;
   in.session_key = request.session_key;
   in.block_size = model.config.block_size;

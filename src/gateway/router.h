@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,7 +30,8 @@ struct RouteRequest {
   std::string_view zone;         // the request's zone (header, else the gateway's)
   std::string_view session_key;  // sticky key; "" when none
   std::string_view prompt_text;  // for approximate policies
-  int64_t prompt_tokens = 0;     // estimated
+  std::span<const int32_t> tokens;  // the prompt as the engine will see it (RequestTokenizer); empty if untokenized
+  int64_t prompt_tokens = 0;     // tokens.size() when tokenized, else estimated
   int64_t max_tokens = 0;
   std::set<std::string> exclude;  // replica ids already tried (retries)
 };

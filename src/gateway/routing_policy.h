@@ -46,6 +46,8 @@ class RoutingPolicy {
   virtual RouteChoice Pick(const RouteInput& input, std::span<const ReplicaView> candidates) = 0;
   // Called once the request was sent to `chosen` (approximate policies learn here).
   virtual void OnDispatched(const RouteInput& input, const ReplicaView& chosen) { (void)input, (void)chosen; }
+  // The replica left the config (a reload): forget what was learned about it.
+  virtual void RemoveReplica(std::string_view id) { (void)id; }
 };
 
 }  // namespace pagoda::gateway

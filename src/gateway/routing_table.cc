@@ -1,6 +1,7 @@
 #include "gateway/routing_table.h"
 
 #include <cstdlib>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -39,6 +40,31 @@ std::shared_ptr<ReplicaState> StateFor(const RoutingTable* previous, const std::
   return std::make_shared<ReplicaState>(health);
 }
 
+// The model's tokenizer: the previous one while tokenizer_gguf names the same file.
+Result<std::shared_ptr<const RequestTokenizer>> TokenizerFor(const ModelConfig& mc, const ModelRoute* old) {
+  if (mc.tokenizer_gguf.empty()) return std::shared_ptr<const RequestTokenizer>();
+  if (old != nullptr && old->tokenizer && old->config.tokenizer_gguf == mc.tokenizer_gguf) return old->tokenizer;
+  auto t = RequestTokenizer::FromGguf(mc.tokenizer_gguf);
+  if (!t.ok()) return InvalidArgument("model '" + mc.name + "': tokenizer_gguf: " + t.status().message());
+  return std::shared_ptr<const RequestTokenizer>(std::move(t).value());
+}
+
+// Replicas of `old` that `now` no longer has (by id and URL): their cache
+// view and learned entries go (a returning replica starts from its replay).
+void ForgetLeftReplicas(const ModelRoute& old, const ModelRoute& now) {
+  std::set<std::pair<std::string, std::string>> kept;
+  for (const auto& d : now.deployments) {
+    for (const auto& r : d.replicas) kept.emplace(r->id(), r->config().url);
+  }
+  for (const auto& d : old.deployments) {
+    for (const auto& r : d.replicas) {
+      if (kept.count({r->id(), r->config().url}) != 0) continue;
+      now.kv_index->RemoveReplica(r->id());
+      if (now.policy == old.policy) now.policy->RemoveReplica(r->id());
+    }
+  }
+}
+
 }  // namespace
 
 Result<std::shared_ptr<RoutingTable>> RoutingTable::Build(const GatewayConfig& config, const RoutingTable* previous,
@@ -50,10 +76,14 @@ Result<std::shared_ptr<RoutingTable>> RoutingTable::Build(const GatewayConfig& c
     ModelRoute m;
     m.config = mc;
     const ModelRoute* old = previous != nullptr ? previous->FindModel(mc.name) : nullptr;
+    m.kv_index = old != nullptr ? old->kv_index : std::make_shared<KvIndex>();
+    auto tokenizer = TokenizerFor(mc, old);
+    if (!tokenizer.ok()) return tokenizer.status();
+    m.tokenizer = std::move(tokenizer).value();
     if (old != nullptr && old->config.policy == mc.policy) {
       m.policy = old->policy;
     } else {
-      auto p = MakePolicy(mc.policy, mc);
+      auto p = MakePolicy(mc.policy, mc, m.kv_index);
       if (!p.ok()) return p.status();
       m.policy = std::shared_ptr<RoutingPolicy>(std::move(p).value());
     }
@@ -90,6 +120,11 @@ Result<std::shared_ptr<RoutingTable>> RoutingTable::Build(const GatewayConfig& c
     rc.endpoint = uc.endpoint;
     auto state = StateFor(previous, rc.id, rc.url, health);
     t->upstreams_[uc.name] = std::make_shared<const Replica>(std::move(rc), std::move(ext), std::move(state));
+  }
+  // Only once the table is sure to be installed: a refused reload changes nothing.
+  for (const ModelRoute& m : t->models_) {
+    const ModelRoute* old = previous != nullptr ? previous->FindModel(m.config.name) : nullptr;
+    if (old != nullptr) ForgetLeftReplicas(*old, m);
   }
   return t;
 }

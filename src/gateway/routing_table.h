@@ -2,8 +2,11 @@
 // a GatewayConfig: models with their deployments (replicas, per-deployment
 // traffic weights), external upstreams and aliases. A reload builds a new
 // table from the previous one so that replicas that stay (same id and URL)
-// keep their live state (load, health, circuit) and policies whose model kept
-// its policy name keep their learned state. Requests hold a shared_ptr to the
+// keep their live state (load, health, circuit), policies whose model kept
+// its policy name keep their learned state, and each model that stays keeps
+// its KvIndex (the event-fed cache view) and its RequestTokenizer (while
+// tokenizer_gguf names the same file); replicas that leave are forgotten by
+// the index and the policy. Requests hold a shared_ptr to the
 // table they were routed with. Only the traffic weights change after
 // construction (a rollout controller shifts them; guarded by a mutex).
 // Thread safety: all methods from any thread.
@@ -22,7 +25,9 @@
 
 #include "base/status.h"
 #include "gateway/gateway_config.h"
+#include "gateway/kv_index.h"
 #include "gateway/replica.h"
+#include "gateway/request_tokenizer.h"
 #include "gateway/routing_policy.h"
 
 namespace pagoda::gateway {
@@ -37,6 +42,11 @@ struct ModelRoute {
   ModelConfig config;
   std::vector<Deployment> deployments;
   std::shared_ptr<RoutingPolicy> policy;
+  // Which blocks each replica holds, keyed by replica id, fed by the KV
+  // events of the model's replicas (kv_event_feed.h). Never null.
+  std::shared_ptr<KvIndex> kv_index;
+  // tokenizer_gguf's tokenizer and template; null when none is configured.
+  std::shared_ptr<const RequestTokenizer> tokenizer;
   const Deployment* FindDeployment(std::string_view version) const;
 };
 
@@ -46,7 +56,8 @@ EnvLookup ProcessEnv();
 
 class RoutingTable {
  public:
-  // Errors: an upstream's api_key_env is unset, a policy cannot be built.
+  // Errors: an upstream's api_key_env is unset, a policy cannot be built, a
+  // tokenizer_gguf does not load.
   static Result<std::shared_ptr<RoutingTable>> Build(const GatewayConfig& config, const RoutingTable* previous,
                                                      const EnvLookup& env);
 

@@ -12,10 +12,13 @@
 #   structured_outputs  response_format / tools / grammar / regex enforced (ajv-validated), 400s, the schema corpus
 #   gateway           `pagoda gateway` over 2 replicas: proxy, streaming, models, 404, SIGHUP reload, kill -9, admin 401
 #   kv_events         --kv-events: vLLM-layout msgpack over ZeroMQ (zeromq + @msgpack/msgpack), replay, bad flags
+#   gateway_cluster   4 replicas with KV events behind a cache_aware gateway: sessions stay on their prefix's
+#                     replica (vs round_robin), predicted == reported cached tokens, saturation spreads, gateway
+#                     restart rebuilds from replay, kill -9 under load, abandoned-stream soak leaves no load
 find_program(PAGODA_NODE node)
 if(PAGODA_NODE)
   foreach(suite serve_openai batch_invariance cache_invariance bad_input soak pressure kv_integrity structured_outputs
-                gateway kv_events)
+                gateway kv_events gateway_cluster)
     add_test(NAME e2e_${suite}
              COMMAND ${PAGODA_NODE} ${CMAKE_CURRENT_LIST_DIR}/${suite}.test.mjs
                      $<TARGET_FILE:pagoda_cli> ${PAGODA_TESTDATA_DIR}/stories260K.gguf

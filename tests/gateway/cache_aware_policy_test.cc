@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <numeric>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -101,6 +102,20 @@ TEST(CacheAwarePolicyTest, TiesGoToFewerRequestsThenAStableIdOrder) {
   const std::string_view first = c[policy.Pick(Input(t), c).index].id;
   std::reverse(c.begin(), c.end());
   EXPECT_EQ(c[policy.Pick(Input(t), c).index].id, first);  // not the candidate order
+}
+
+TEST(CacheAwarePolicyTest, TiesSpreadNewPrefixesOverIdleReplicas) {
+  CacheAwarePolicy policy(nullptr);
+  const std::vector<ReplicaView> c = {View("a", 0), View("b", 0), View("c", 0), View("d", 0)};
+  std::set<size_t> chosen;
+  for (int p = 0; p < 32; ++p) {
+    std::vector<int32_t> t(2 * kBs, 7);
+    t.back() = 1000 + p;  // distinct last blocks, a shared first one
+    const size_t i = policy.Pick(Input(t), c).index;
+    EXPECT_EQ(policy.Pick(Input(t), c).index, i);  // one prompt, one choice
+    chosen.insert(i);
+  }
+  EXPECT_GE(chosen.size(), 3u);
 }
 
 TEST(CacheAwarePolicyTest, ApproximateTreeKeepsSessionsOnTheirReplica) {

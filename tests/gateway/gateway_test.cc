@@ -445,5 +445,47 @@ TEST_F(GatewayTest, ReloadDuringAStreamKeepsItRunning) {
   EXPECT_EQ(events.back(), "[DONE]");
 }
 
+TEST_F(GatewayTest, CountsPredictedAndReportedCachedTokensFromBodiesAndStreams) {
+  RawUpstream json([](int fd) {
+    const std::string body =
+        R"({"object":"chat.completion","usage":{"prompt_tokens":70,"prompt_tokens_details":{"cached_tokens":48}}})";
+    Send(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                 "\r\nConnection: close\r\n\r\n" + body);
+  });
+  RawUpstream sse([](int fd) {
+    std::string out;
+    for (const char* ev : {R"({"choices":[{"delta":{"content":"x"}}],"usage":null})",
+                                 R"({"choices":[],"usage":{"prompt_tokens":40,"prompt_tokens_details":{"cached_tokens":32}}})",
+                           "[DONE]"}) {
+      out += "data: " + std::string(ev) + "\n\n";
+    }
+    Send(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" + out);
+  });
+  StartGateway(ModelToml("j", {json.url()}, "least_loaded") + ModelToml("s", {sse.url()}, "cache_aware"));
+  auto r = Chat("j");
+  EXPECT_EQ(r.status, 200);
+  ASSERT_NE(r.headers.Find("x-pagoda-predicted-cached-tokens"), nullptr);
+  EXPECT_EQ(*r.headers.Find("x-pagoda-predicted-cached-tokens"), "0");
+  std::vector<std::string> events;
+  auto s = Chat("s", /*stream=*/true, &events);
+  EXPECT_EQ(s.status, 200);
+  EXPECT_NE(s.headers.Find("x-pagoda-predicted-cached-tokens"), nullptr);
+  ASSERT_EQ(events.size(), 3u);
+  ASSERT_TRUE(WaitIdle());
+  auto page = client_->Send("GET", "/metrics");
+  ASSERT_TRUE(page.ok());
+  const std::string& m = page->body;
+  EXPECT_NE(m.find("pagoda_gateway_reported_cached_tokens_total{replica=\"j-0\",deployment=\"j@v1\"} 48\n"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("pagoda_gateway_reported_prompt_tokens_total{replica=\"j-0\",deployment=\"j@v1\"} 70\n"),
+            std::string::npos);
+  EXPECT_NE(m.find("pagoda_gateway_reported_cached_tokens_total{replica=\"s-0\",deployment=\"s@v1\"} 32\n"),
+            std::string::npos);
+  EXPECT_NE(m.find("pagoda_gateway_cache_responses_with_usage_total{replica=\"s-0\",deployment=\"s@v1\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(m.find("pagoda_gateway_predicted_cached_tokens_total{replica=\"s-0\",deployment=\"s@v1\"} 0\n"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace pagoda::gateway

@@ -6,69 +6,20 @@
 #include <string>
 #include <vector>
 
+#include "kvevents/golden_batches.h"
+
 namespace pagoda::kvevents {
 namespace {
 
-std::string Bytes(std::initializer_list<uint8_t> b) { return std::string(b.begin(), b.end()); }
-std::string Str(const std::string& s) {  // fixstr (< 32 bytes)
-  return std::string(1, static_cast<char>(0xa0 | s.size())) + s;
-}
+using testing::Bytes;
+using testing::GoldenArrayBatch;
+using testing::GoldenMapBatch;
+using testing::Str;
+const std::string kTs = testing::GoldenTs();
 
 const BlockStored& StoredAt(const EventBatch& b, size_t i) { return std::get<BlockStored>(b.events.at(i)); }
 
-// ---- golden batches ---------------------------------------------------------
-// Assembled by hand, byte by byte from the msgpack spec, from the struct
-// definitions in vLLM's vllm/distributed/kv_events.py:
-//  - current layout (commit 0181ea3173e53eea8cf04a86891488e3dc89bb34):
-//    EventBatch(omit_defaults) {ts, events, data_parallel_rank=None};
-//    KVCacheEvent(tag=True, omit_defaults): the tag key "type" first, then the
-//    fields in declaration order; BlockStored {block_hashes, parent_block_hash,
-//    token_ids, block_size, lora_id, medium, lora_name, extra_keys=None,
-//    group_idx=None, kv_cache_spec_kind=None, ...}; BlockRemoved
-//    {block_hashes, medium, group_idx=None}; AllBlocksCleared {}.
-//  - array_like layout (vLLM 0.9 / 0.10: EventBatch and KVCacheEvent with
-//    array_like=True): a struct is an array of its fields in order, the tag
-//    first; fields at their default are dropped from the end.
-// ts = 1700000000.5 is the float64 41 d9 54 fc 40 20 00 00.
-const std::string kTs = Bytes({0xcb, 0x41, 0xd9, 0x54, 0xfc, 0x40, 0x20, 0x00, 0x00});
-
-std::string GoldenMapBatch() {
-  std::string s = Bytes({0x83});  // map of 3
-  s += Str("ts") + kTs;
-  s += Str("events") + Bytes({0x93});  // 3 events
-  // BlockStored: 9 keys (type + 7 fields + group_idx, which a newer vLLM sets).
-  s += Bytes({0x89}) + Str("type") + Str("BlockStored");
-  s += Str("block_hashes") + Bytes({0x92, 0xcd, 0x30, 0x39, 0xf9});  // [12345, -7]
-  s += Str("parent_block_hash") + Bytes({0xc0});                    // nil
-  s += Str("token_ids") + Bytes({0x98, 1, 2, 3, 4, 5, 6, 7, 8});
-  s += Str("block_size") + Bytes({0x04});
-  s += Str("lora_id") + Bytes({0xc0});
-  s += Str("medium") + Str("GPU");
-  s += Str("lora_name") + Bytes({0xc0});
-  s += Str("group_idx") + Bytes({0x00});  // unknown to Pagoda: skipped
-  // BlockRemoved with a bytes hash (newer vLLM's sha256 digests; 4 bytes here).
-  s += Bytes({0x83}) + Str("type") + Str("BlockRemoved");
-  s += Str("block_hashes") + Bytes({0x91, 0xc4, 0x04, 0xde, 0xad, 0xbe, 0xef});
-  s += Str("medium") + Str("GPU");
-  s += Bytes({0x81}) + Str("type") + Str("AllBlocksCleared");
-  s += Str("data_parallel_rank") + Bytes({0x00});
-  return s;
-}
-
-std::string GoldenArrayBatch() {
-  std::string s = Bytes({0x93}) + kTs + Bytes({0x92});  // [ts, [2 events], dp]
-  // ["BlockStored", [0xfedcba9876543210], -0x123456789, [100, 200, 300, 40000], 4, nil, "GPU"]
-  s += Bytes({0x97}) + Str("BlockStored");
-  s += Bytes({0x91, 0xcf, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10});
-  s += Bytes({0xd3, 0xff, 0xff, 0xff, 0xfe, 0xdc, 0xba, 0x98, 0x77});
-  s += Bytes({0x94, 0x64, 0xcc, 0xc8, 0xcd, 0x01, 0x2c, 0xcd, 0x9c, 0x40});
-  s += Bytes({0x04, 0xc0}) + Str("GPU");
-  // ["BlockRemoved", [0xfedcba9876543210]] (medium absent: the oldest layout)
-  s += Bytes({0x92}) + Str("BlockRemoved");
-  s += Bytes({0x91, 0xcf, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10});
-  s += Bytes({0x01});  // data_parallel_rank
-  return s;
-}
+// ---- golden batches: tests/kvevents/golden_batches.h ------------------------
 
 TEST(KvEventCodecTest, DecodesGoldenMapLayout) {
   auto b = DecodeBatch(GoldenMapBatch());

@@ -1,0 +1,32 @@
+// Histogram: a fixed-bucket Prometheus histogram (cumulative buckets, sum,
+// count) for the gateway's latency-like figures. Thread safety: any thread.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace pagoda::gateway {
+
+class Histogram {
+ public:
+  struct Snapshot {
+    std::vector<double> bounds;    // upper bounds, ascending
+    std::vector<uint64_t> counts;  // per bucket (not cumulative); one more than bounds (+Inf)
+    double sum = 0;
+    uint64_t count = 0;
+  };
+
+  explicit Histogram(std::vector<double> bounds);
+  void Observe(double value);
+  Snapshot snapshot() const;
+
+  // Upper bounds from 100 us to 1 s, for added latency and event lag.
+  static std::vector<double> LatencyBounds();
+
+ private:
+  mutable std::mutex mu_;
+  Snapshot s_;  // guarded by mu_
+};
+
+}  // namespace pagoda::gateway
