@@ -13,8 +13,10 @@
 # concurrent streams through the gateway with its CPU time.
 # Usage: bench/gateway_bench.sh [OUT_DIR]
 # Env: MODEL (made if missing), REPS (3), KIND (agentic), SESSIONS (16),
-#      TURNS (5), THINK_MS (1500), REPLICA_THREADS (1), BASE_PORT (18300),
-#      OVERHEAD (1), RPS (100), STREAMS (1000), TRACE_FLAGS ("")
+#      THINK_MS (1500), TRACE_FLAGS (e.g. "--turns 6 --apps 4"), REPLICA_THREADS (1), BASE_PORT (18300),
+#      OVERHEAD (1), RPS (100), STREAMS (1000), KV_MEMORY (256MiB per replica:
+#      32K tokens of this model, room for the sessions a cache-aware router
+#      sends each replica but not for all of them)
 # Needs nginx (scripts/setup --bench installs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +47,7 @@ start_replicas() {
   for i in 0 1 2 3; do
     $bin serve -m "$model" --port $((base + i)) -t "${REPLICA_THREADS:-1}" --served-model-name gw \
       --kv-events "tcp://127.0.0.1:$((base + 10 + i))" --kv-events-replay "tcp://127.0.0.1:$((base + 20 + i))" \
-      --ctx-size 8192 --max-running 16 --kv-cache-memory 512MiB 2>>"$out/replica$i.log" &
+      --ctx-size 8192 --max-running 16 --kv-cache-memory "${KV_MEMORY:-256MiB}" 2>>"$out/replica$i.log" &
     pids+=($!)
   done
   for i in 0 1 2 3; do wait_health "http://127.0.0.1:$((base + i))"; done
@@ -80,7 +82,7 @@ write_nginx() {
 trace() {  # label url
   # shellcheck disable=SC2086
   node bench/gateway_trace.mjs --url "$2" --model gw --label "$1" --kind "${KIND:-agentic}" \
-    --sessions "${SESSIONS:-16}" --turns "${TURNS:-5}" --think-ms "${THINK_MS:-1500}" ${TRACE_FLAGS:-}
+    --sessions "${SESSIONS:-16}" --think-ms "${THINK_MS:-1500}" ${TRACE_FLAGS:-}
 }
 
 export PAGODA_GW_BENCH_KEY=bench

@@ -20,12 +20,15 @@
 //
 // Node >= 18, no dependencies.
 // Usage: node bench/gateway_trace.mjs --url http://127.0.0.1:8080 --model NAME
-//          [--kind agentic|chat] [--sessions 16] [--turns 6] [--apps 2]
-//          [--system-words 1400] [--user-words 60] [--max-tokens 16]
+//          [--kind agentic|chat] [--sessions 16] [--turns T] [--apps 2]
+//          [--system-words S] [--user-words U] [--max-tokens 16]
 //          [--think-ms 1000] [--ramp-ms 4000] [--seed 1] [--api completions|chat]
 //          [--label NAME] [--session-header x-session-id]
-//   --kind agentic: long system prompts (tool descriptions), short user turns.
-//   --kind chat: shorter system prompts (--system-words / 4), longer user turns.
+//   --kind agentic (defaults S 800, U 300, T 10): a system prompt of tool
+//     descriptions and, each turn, a long tool result; by the last turn the
+//     history is most of the prompt (coding agents: a few thousand system
+//     tokens, tens of thousands of history).
+//   --kind chat (defaults S 300, U 60, T 6): a shorter system prompt, short turns.
 
 const args = parseArgs(process.argv.slice(2));
 const url = (args.url ?? 'http://127.0.0.1:8080').replace(/\/$/, '');
@@ -33,10 +36,11 @@ const model = args.model ?? '';
 const kind = args.kind ?? 'agentic';
 const api = args.api ?? 'completions';
 const nSessions = Number(args.sessions ?? 16);
-const nTurns = Number(args.turns ?? 6);
+const agentic = kind !== 'chat';
+const nTurns = Number(args.turns ?? (agentic ? 10 : 6));
 const nApps = Number(args.apps ?? 2);
-const systemWords = Number(args['system-words'] ?? 1400) / (kind === 'chat' ? 4 : 1);
-const userWords = Number(args['user-words'] ?? 60) * (kind === 'chat' ? 3 : 1);
+const systemWords = Number(args['system-words'] ?? (agentic ? 800 : 300));
+const userWords = Number(args['user-words'] ?? (agentic ? 300 : 60));
 const maxTokens = Number(args['max-tokens'] ?? 16);
 const thinkMs = Number(args['think-ms'] ?? 1000);
 const rampMs = Number(args['ramp-ms'] ?? 4000);
