@@ -6,8 +6,17 @@
 namespace pagoda::gateway {
 namespace {
 
-// A Prometheus label value: backslash, quote and newline escaped.
-std::string Esc(const std::string& s) {
+std::string Esc(const std::string& s) { return EscapeLabelValue(s); }
+
+std::string Num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string EscapeLabelValue(const std::string& s) {
   std::string out;
   for (char c : s) {
     if (c == '\\' || c == '"') out += '\\';
@@ -19,14 +28,6 @@ std::string Esc(const std::string& s) {
   }
   return out;
 }
-
-std::string Num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.9g", v);
-  return buf;
-}
-
-}  // namespace
 
 void GatewayMetrics::RecordRequest(const std::string& replica, const std::string& deployment,
                                    const std::string& policy, const std::string& status_class) {
@@ -68,6 +69,18 @@ uint64_t GatewayMetrics::requests_total() const {
   uint64_t n = 0;
   for (const auto& [k, v] : requests_) n += v;
   return n;
+}
+
+DeploymentCounts GatewayMetrics::CountsFor(const std::string& deployment) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  DeploymentCounts c;
+  for (const auto& [k, v] : requests_) {
+    const auto& [replica, dep, policy, status] = k;
+    if (dep != deployment || status == "cancelled") continue;
+    c.requests += v;
+    if (status == "5xx" || status == "retried") c.failures += v;
+  }
+  return c;
 }
 
 uint64_t GatewayMetrics::retries_total() const {
