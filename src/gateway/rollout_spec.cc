@@ -19,7 +19,9 @@ std::optional<api::ApiError> ReadInt(const nlohmann::json& j, const char* key, i
   const auto& v = j[key];
   if (!v.is_number_integer()) return api::InvalidType(key, "integer");
   const int64_t x = v.get<int64_t>();
-  if (x < lo || x > hi) return Bad(key, std::string(key) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  if (x < lo || x > hi) {
+    return Bad(key, std::string(key) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
   *out = x;
   return std::nullopt;
 }
