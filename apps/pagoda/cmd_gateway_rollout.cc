@@ -54,8 +54,10 @@ std::string Summary(const nlohmann::json& s) {
   std::string line = s.value("model", "") + " " + s.value("from_version", "") + " -> " + s.value("to_version", "") +
                      ": " + s.value("state", "");
   if (s.value("step", 0) > 0) {
-    line += " step " + std::to_string(s.value("step", 0)) + "/" + std::to_string(s["steps"].size()) + " (" +
-            nlohmann::json(s.value("percent", 0.0)).dump() + "%)";
+    char pct[32];
+    std::snprintf(pct, sizeof(pct), "%g", s.value("percent", 0.0));
+    line += " step " + std::to_string(s.value("step", 0)) + "/" + std::to_string(s["steps"].size()) + " (" + pct +
+            "%)";
   }
   if (s.contains("reason") && s["reason"].is_string()) line += ": " + s["reason"].get<std::string>();
   return line;
