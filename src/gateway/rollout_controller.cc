@@ -86,7 +86,6 @@ Result<RolloutStatus> RolloutController::Start(RolloutSpec spec, Clock::time_poi
   r.spec = std::move(spec);
   r.from = from;
   r.started = r.step_started = r.next_probe = now;
-  r.config_current = model->config.current_version;
   PAGODA_LOG(Info) << "gateway: rollout of " << r.spec.model << " " << r.from << " -> " << r.spec.version
                    << " started (checking the new version's health)";
   auto& slot = rollouts_[r.spec.model];
@@ -251,8 +250,8 @@ void RolloutController::WatchStep(Rollout& r, const Deployment& to, Clock::time_
     return End(r, RolloutState::kAborted, "promotion failed: " + st.message(), now);
   }
   r.state = RolloutState::kSucceeded;
-  r.promoted = true;
   r.ended = now;
+  promoted_[r.spec.model] = Promotion{r.spec.version, table_->FindModel(r.spec.model)->config.current_version};
   PAGODA_LOG(Info) << "gateway: rollout of " << r.spec.model << " to " << r.spec.version
                    << " succeeded; it is now the current version";
 }
@@ -298,26 +297,32 @@ void RolloutController::End(Rollout& r, RolloutState state, std::string reason, 
 void RolloutController::Adopt(std::shared_ptr<RoutingTable> table, Clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
   table_ = std::move(table);
+  // Promotions hold until the file itself changes the model's current version.
+  for (auto it = promoted_.begin(); it != promoted_.end();) {
+    const ModelRoute* m = table_->FindModel(it->first);
+    if (m == nullptr || m->FindDeployment(it->second.version) == nullptr ||
+        m->config.current_version != it->second.config_current) {
+      it = promoted_.erase(it);
+      continue;
+    }
+    (void)table_->SetTraffic(it->first, table_->TrafficWeights(it->first), it->second.version);
+    ++it;
+  }
   for (auto& [name, r] : rollouts_) {
+    if (!IsActive(r.state)) continue;
     const ModelRoute* m = table_->FindModel(name);
-    const bool config_changed = m != nullptr && m->config.current_version != r.config_current;
-    if (m != nullptr) r.config_current = m->config.current_version;
-    if (IsActive(r.state)) {
-      for (const std::string& v : {r.from, r.spec.version}) {
-        if (m == nullptr || m->FindDeployment(v) == nullptr) {
-          // The new table follows its config: nothing of ours to undo there.
-          End(r, RolloutState::kAborted, "a config reload removed " + name + "@" + v, now, /*restore=*/false);
-          break;
-        }
+    for (const std::string& v : {r.from, r.spec.version}) {
+      if (m == nullptr || m->FindDeployment(v) == nullptr) {
+        // The new table follows its config: nothing of ours to undo there.
+        End(r, RolloutState::kAborted, "a config reload removed " + name + "@" + v, now, /*restore=*/false);
+        break;
       }
-      if (IsActive(r.state)) ApplyTraffic(r);
-    } else if (r.promoted) {
-      // The promotion holds until the file itself changes the model's current version.
-      if (m == nullptr || m->FindDeployment(r.spec.version) == nullptr || config_changed) {
-        r.promoted = false;
-      } else {
-        (void)table_->SetTraffic(name, table_->TrafficWeights(name), r.spec.version);
-      }
+    }
+    if (!IsActive(r.state)) continue;
+    if (r.step == 0) {
+      (void)table_->SetTraffic(name, table_->TrafficWeights(name), r.from);  // the old version stays current
+    } else {
+      ApplyTraffic(r);
     }
   }
 }

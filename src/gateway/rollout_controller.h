@@ -129,8 +129,12 @@ class RolloutController {
     std::map<std::string, ProbeRecord> probes;  // by replica id
     std::vector<RolloutCheck> checks;
     std::string reason;
-    bool promoted = false;        // succeeded and its current version still holds
-    std::string config_current;   // the config file's current_version last seen (reload rule)
+  };
+  // A version a rollout made current, held across reloads while the config
+  // file's current_version (as last seen) stays the same.
+  struct Promotion {
+    std::string version;
+    std::string config_current;
   };
   using Probes = std::vector<std::pair<uint64_t, std::shared_ptr<const Replica>>>;
 
@@ -150,6 +154,7 @@ class RolloutController {
   mutable std::mutex mu_;
   std::shared_ptr<RoutingTable> table_;       // guarded by mu_
   std::map<std::string, Rollout> rollouts_;   // guarded by mu_: by model, the running or last one
+  std::map<std::string, Promotion> promoted_;  // guarded by mu_: by model
   std::map<std::string, uint64_t> rollbacks_;  // guarded by mu_: automatic rollbacks by model
   uint64_t next_id_ = 0;                      // guarded by mu_
 

@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setup, Server, freePort, sleep, makeRunner } from './harness.mjs';
+import { setup, Server, freePort, sleep, makeRunner, startGateway as startGatewayProcess } from './harness.mjs';
 
 const { bin, modelPath, OpenAI } = await setup();
 const { test, run } = makeRunner();
@@ -38,17 +38,8 @@ function config(v1, v2, v3) {
 }
 
 async function startGateway() {
-  const port = await freePort();
-  gwBase = `http://127.0.0.1:${port}`;
-  gw = spawn(bin, ['gateway', '--config', configPath, '--listen', `127.0.0.1:${port}`],
-             { stdio: ['ignore', 'inherit', 'pipe'], env: adminEnv });
-  gw.stderr.on('data', (d) => process.stderr.write(d));
-  gw.exited = false;
-  gw.on('exit', () => { gw.exited = true; });
-  for (let i = 0; i < 100; ++i) {
-    try { if ((await fetch(`${gwBase}/health`)).status === 200) break; } catch {}
-    await sleep(100);
-  }
+  gw = await startGatewayProcess(bin, configPath, adminEnv);
+  gwBase = gw.base;
   client = new OpenAI({ baseURL: `${gwBase}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
 }
 
@@ -248,11 +239,7 @@ await run({
   after: async () => {
     await unpinned?.stop();
     await pinned?.stop();
-    if (gw && !gw.exited) {
-      gw.kill('SIGTERM');
-      await new Promise(r => { if (gw.exited) r(); else gw.on('exit', r); setTimeout(r, 5000); });
-      if (!gw.exited) gw.kill('SIGKILL');
-    }
+    await gw?.stop();
     for (const r of replicas) if (!r.exited) await r.stop();
   },
 });

@@ -339,6 +339,22 @@ TEST_F(RolloutControllerTest, PromotionHoldsAcrossReloadsUntilTheConfigChangesCu
   EXPECT_EQ(again->CurrentVersion("m"), "v3");
 }
 
+TEST_F(RolloutControllerTest, PromotionSurvivesALaterRolloutThatRollsBack) {
+  StartIntoStep1();
+  Run(3000ms);
+  ASSERT_EQ(Status().state, RolloutState::kSucceeded);
+  Fail("v3-0");
+  ASSERT_TRUE(ctl_->Start(Spec("v3"), now_).ok());
+  EXPECT_EQ(Status().from_version, "v2");
+  Run(300ms);
+  ASSERT_EQ(Status().state, RolloutState::kRolledBack);
+  auto reloaded = Table(Config(), table_.get());
+  ctl_->Adopt(reloaded, now_);
+  table_ = reloaded;
+  EXPECT_EQ(table_->CurrentVersion("m"), "v2");
+  EXPECT_EQ(Shares("m")["m@v2"], 1000);
+}
+
 TEST_F(RolloutControllerTest, ConcurrentStatusCallsWhileItRuns) {
   ctl_->StartTicking(1ms);  // real clock: steps of 1 ms
   RolloutSpec spec = Spec();
