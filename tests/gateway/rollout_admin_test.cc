@@ -57,7 +57,7 @@ uint16_t DeadPort() {
 
 class RolloutAdminTest : public ::testing::Test {
  protected:
-  void StartGateway(const std::map<std::string, std::vector<std::string>>& versions) {
+  static std::string Toml(const std::map<std::string, std::vector<std::string>>& versions) {
     std::string toml =
         "[gateway]\nadmin_key_env = \"GW_ADMIN\"\nhealth_timeout_ms = 300\neject_after_failures = 100\n"
         "[[models]]\nname = \"m\"\npolicy = \"round_robin\"\ncurrent_version = \"v1\"\n";
@@ -68,6 +68,10 @@ class RolloutAdminTest : public ::testing::Test {
                 std::to_string(i) + "\"\n";
       }
     }
+    return toml;
+  }
+  void StartGateway(const std::map<std::string, std::vector<std::string>>& versions) {
+    const std::string toml = Toml(versions);
     path_ = (std::filesystem::temp_directory_path() / ("pagoda_rollout_test_" + std::to_string(::getpid()) + ".toml"))
                 .string();
     std::ofstream(path_) << toml;
@@ -224,6 +228,27 @@ TEST_F(RolloutAdminTest, FailingNewVersionRollsBackWithoutFailingAClientRequest)
   const int bad_calls = bad.calls.load();
   for (int i = 0; i < 10; ++i) EXPECT_EQ(Chat(c), "m@v1");
   EXPECT_EQ(bad.calls.load(), bad_calls);  // 100% old again
+}
+
+TEST_F(RolloutAdminTest, ReloadKeepsTheRolloutOrAbortsItWhenAVersionGoes) {
+  Upstream a, b;
+  StartGateway({{"v1", {a.url()}}, {"v2", {b.url()}}});
+  ASSERT_EQ(Admin("POST", "/admin/rollouts",
+                  R"({"model":"m","version":"v2","steps":[50,100],"step_interval_ms":60000,"probe_interval_ms":50})")
+                .status,
+            201);
+  for (int i = 0; i < 200 && Status()["step"] != 1; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(Status()["step"], 1);
+  ASSERT_EQ(Admin("POST", "/admin/reload").status, 200);  // same file: both versions stay
+  EXPECT_EQ(Status()["state"], "progressing");
+  EXPECT_EQ(json::parse(Admin("GET", "/admin/routing").body)["models"][0]["deployments"][1]["traffic_weight"], 50);
+  std::ofstream(path_) << Toml({{"v1", {a.url()}}});
+  ASSERT_EQ(Admin("POST", "/admin/reload").status, 200);
+  const json s = Status();
+  EXPECT_EQ(s["state"], "aborted");
+  EXPECT_NE(s["reason"].get<std::string>().find("removed m@v2"), std::string::npos) << s.dump();
+  http::Client c("127.0.0.1", gw_->port());
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(Chat(c), "m@v1");
 }
 
 }  // namespace
