@@ -1,6 +1,7 @@
 // pagoda gateway: many replicas behind one OpenAI endpoint (src/gateway).
 // Flags -> GatewayOptions; the config file holds everything else (schema in
 // docs/GATEWAY.md). A bad config is fatal with its line and problem.
+// `pagoda gateway rollout ...` is the admin client (cmd_gateway_rollout.cc).
 #include <cstdio>
 #include <string>
 
@@ -11,6 +12,7 @@
 namespace pagoda::cli {
 
 int CmdGateway(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "rollout") return CmdGatewayRollout(argc - 1, argv + 1);
   CLI::App app("OpenAI-compatible gateway in front of many replicas (routing, health, aliases, admin API)",
                "gateway");
   gateway::GatewayOptions options;

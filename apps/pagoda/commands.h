@@ -15,5 +15,6 @@ int CmdServe(int argc, char** argv);
 int CmdPerplexity(int argc, char** argv);
 int CmdQuantize(int argc, char** argv);
 int CmdGateway(int argc, char** argv);
+int CmdGatewayRollout(int argc, char** argv);  // `pagoda gateway rollout ...`
 
 }  // namespace pagoda::cli

@@ -6,7 +6,7 @@
 //                          weights, aliases, upstreams) and the last reload
 //   POST /admin/reload     re-reads the config file; 400 with the line and the
 //                          problem when refused (the old config stays)
-// /admin/rollouts is reserved for the rollout controller.
+// The rollout endpoints (/admin/rollouts...) are in rollout_admin.h.
 #pragma once
 
 #include <memory>

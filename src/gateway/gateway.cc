@@ -7,11 +7,15 @@
 
 #include "api/model_list.h"
 #include "base/log.h"
+#include "gateway/health_probe.h"
 #include "gateway/proxy.h"
+#include "gateway/rollout_admin.h"
 #include "gateway/router.h"
 
 namespace pagoda::gateway {
 namespace {
+
+constexpr std::chrono::milliseconds kRolloutTick{100};
 
 volatile std::sig_atomic_t g_sighup = 0;
 extern "C" void OnSighup(int) { g_sighup = 1; }
@@ -56,6 +60,14 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options) {
   g->health_ = std::make_unique<HealthChecker>(g->client_.get(), [gw = g.get()] { return gw->table(); });
   g->feed_ = std::make_unique<KvEventFeed>();
   g->metrics_.set_kv_event_feed(g->feed_.get());
+  g->rollouts_ = std::make_unique<RolloutController>(
+      g->table_,
+      [gw = g.get()](std::shared_ptr<const Replica> replica, std::function<void(bool)> done) {
+        const auto timeout = std::chrono::milliseconds(gw->table()->config().health_timeout_ms);
+        ProbeHealth(*gw->client_, *replica, timeout,
+                    [done = std::move(done)](bool ok, const std::string&) { done(ok); });
+      },
+      [gw = g.get()](const std::string& deployment) { return gw->metrics_.CountsFor(deployment); });
   http::ServerOptions so;
   so.address = config->listen_address;
   so.port = config->listen_port;
@@ -70,6 +82,7 @@ Gateway::~Gateway() {
   if (server_) server_->Shutdown(std::chrono::milliseconds(0));
   if (health_) health_->Stop();
   if (feed_) feed_->Stop();
+  if (rollouts_) rollouts_->StopTicking();
   server_.reset();
   health_.reset();
   client_.reset();
@@ -97,11 +110,13 @@ http::Router Gateway::BuildRouter() {
                return http::Response::Json(200, R"({"status":"ok"})");
              }));
   router.Add("GET", "/metrics", http::SyncHandler([this](const http::Request&) {
-               http::Response r = http::Response::Text(200, metrics_.Render(*table()));
+               http::Response r =
+                   http::Response::Text(200, metrics_.Render(*table()) + rollouts_->RenderMetrics());
                r.content_type = "text/plain; version=0.0.4";
                return r;
              }));
   AddAdminRoutes(router, this);
+  AddRolloutRoutes(router, rollouts_.get());
   return router;
 }
 
@@ -109,6 +124,7 @@ Status Gateway::Start() {
   PAGODA_RETURN_IF_ERROR(server_->Start());
   if (options_.health_checks) health_->Start();
   feed_->Sync(*table());
+  rollouts_->StartTicking(kRolloutTick);
   const auto t = table();
   PAGODA_LOG(Info) << "gateway: listening on " << t->config().listen_address << ":" << server_->port() << " ("
                    << t->config().models.size() << " model(s), " << t->AllReplicas().size() << " backend(s))";
@@ -121,6 +137,7 @@ void Gateway::Shutdown(std::chrono::milliseconds deadline) {
   server_->Shutdown(deadline);
   health_->Stop();
   feed_->Stop();
+  rollouts_->StopTicking();
 }
 
 void Gateway::RunUntilSignal(std::chrono::milliseconds deadline) {
@@ -142,6 +159,7 @@ void Gateway::RunUntilSignal(std::chrono::milliseconds deadline) {
   watcher.join();
   std::signal(SIGHUP, SIG_DFL);
   health_->Stop();
+  rollouts_->StopTicking();
 }
 
 std::shared_ptr<const RoutingTable> Gateway::table() const {
@@ -185,6 +203,8 @@ Status Gateway::Reload() {
   config->upstream_threads = was.upstream_threads;
   auto table = RoutingTable::Build(*config, old.get(), options_.env);
   if (!table.ok()) return fail(table.status());
+  // Rollouts carry over (or abort) onto the new table before it serves.
+  rollouts_->Adopt(*table, std::chrono::steady_clock::now());
   {
     std::lock_guard<std::mutex> lock(mu_);
     table_ = std::move(table).value();

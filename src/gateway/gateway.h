@@ -1,7 +1,7 @@
 // Gateway: the `pagoda gateway` process as an object. Loads the config,
 // builds the routing table, serves the OpenAI endpoints (proxied), /v1/models,
 // /health, /metrics and the admin API on one http::Server, runs the active
-// health checker, and reloads the config on SIGHUP or POST /admin/reload
+// health checker and the rollout controller, and reloads the config on SIGHUP or POST /admin/reload
 // (a config that does not parse is refused; the old one stays, and requests
 // in flight keep the table and replicas they were routed with).
 // Thread safety: Start/Shutdown/RunUntilSignal from one controlling thread;
@@ -18,6 +18,7 @@
 #include "gateway/gateway_metrics.h"
 #include "gateway/health_checker.h"
 #include "gateway/kv_event_feed.h"
+#include "gateway/rollout_controller.h"
 #include "gateway/routing_table.h"
 #include "http/server.h"
 #include "http/upstream_client.h"
@@ -52,6 +53,7 @@ class Gateway final : public AdminBackend {
   GatewayMetrics& metrics() { return metrics_; }
   HealthChecker& health_checker() { return *health_; }
   KvEventFeed& kv_event_feed() { return *feed_; }
+  RolloutController& rollouts() { return *rollouts_; }
   http::UpstreamClient& upstream_client() { return *client_; }
 
  private:
@@ -61,6 +63,7 @@ class Gateway final : public AdminBackend {
 
   GatewayOptions options_;
   GatewayMetrics metrics_;
+  std::unique_ptr<RolloutController> rollouts_;  // destroyed after client_ (its probes' callbacks)
   std::unique_ptr<http::UpstreamClient> client_;
   std::unique_ptr<HealthChecker> health_;
   std::unique_ptr<KvEventFeed> feed_;  // the replicas' KV events into each model's index

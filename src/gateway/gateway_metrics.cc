@@ -13,6 +13,8 @@ constexpr auto Num = &PromNumber;
 
 }  // namespace
 
+std::string EscapeLabelValue(const std::string& s) { return PromLabel(s); }
+
 void GatewayMetrics::RecordRequest(const std::string& replica, const std::string& deployment,
                                    const std::string& policy, const std::string& status_class) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -59,6 +61,18 @@ uint64_t GatewayMetrics::requests_total() const {
   uint64_t n = 0;
   for (const auto& [k, v] : requests_) n += v;
   return n;
+}
+
+DeploymentCounts GatewayMetrics::CountsFor(const std::string& deployment) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  DeploymentCounts c;
+  for (const auto& [k, v] : requests_) {
+    const auto& [replica, dep, policy, status] = k;
+    if (dep != deployment || status == "cancelled") continue;
+    c.requests += v;
+    if (status == "5xx" || status == "retried") c.failures += v;
+  }
+  return c;
 }
 
 uint64_t GatewayMetrics::retries_total() const {

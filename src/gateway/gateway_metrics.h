@@ -22,6 +22,16 @@
 
 namespace pagoda::gateway {
 
+// A Prometheus label value: backslash, quote and newline escaped.
+std::string EscapeLabelValue(const std::string& s);
+
+// Attempts routed to one deployment, and how many failed (5xx, connection
+// error, timeout or garbage; "retried" attempts count as failed).
+struct DeploymentCounts {
+  uint64_t requests = 0;
+  uint64_t failures = 0;
+};
+
 class GatewayMetrics {
  public:
   // status_class: "2xx", "4xx", "5xx", or "cancelled" (the client left).
@@ -43,6 +53,8 @@ class GatewayMetrics {
   std::string Render(const RoutingTable& table) const;
 
   uint64_t requests_total() const;
+  // Cumulative; a rollout's error-rate check reads the difference over its window.
+  DeploymentCounts CountsFor(const std::string& deployment) const;
   uint64_t retries_total() const;
 
  private:

@@ -1,6 +1,7 @@
 #include "gateway/health_checker.h"
 
 #include "base/log.h"
+#include "gateway/health_probe.h"
 
 namespace pagoda::gateway {
 
@@ -29,32 +30,13 @@ void HealthChecker::ProbeAll() {
   const auto timeout = std::chrono::milliseconds(table->config().health_timeout_ms);
   for (const auto& r : table->AllReplicas()) {
     if (r->external()) continue;
-    http::UpstreamRequest req;
-    req.host = r->config().endpoint.host;
-    req.port = r->config().endpoint.port;
-    req.method = "GET";
-    req.target = r->config().endpoint.base_path + "/health";
-    req.connect_timeout = timeout;
-    req.first_byte_timeout = timeout;
-    req.idle_timeout = timeout;
-    req.deadline = std::chrono::steady_clock::now() + timeout;
-    auto state = r->shared_state();
-    auto status = std::make_shared<int>(0);
-    http::UpstreamEvents ev;
-    ev.on_head = [status](const http::UpstreamResponseHead& h) { *status = h.status; };
-    ev.on_done = [state, status, id = r->id()](const http::UpstreamOutcome& o) {
-      if (o.error == http::UpstreamError::kCancelled) return;
-      const bool ok = o.error == http::UpstreamError::kNone && *status == 200;
+    ProbeHealth(*client_, *r, timeout, [state = r->shared_state(), id = r->id()](bool ok, const std::string& why) {
       const bool was = state->Snapshot(std::chrono::steady_clock::now()).probe_healthy;
       if (!ok && was) {
-        PAGODA_LOG(Warning) << "gateway: replica " << id << " failed its health probe ("
-                            << (o.error == http::UpstreamError::kNone ? "status " + std::to_string(*status)
-                                                                      : o.message)
-                            << "); ejected";
+        PAGODA_LOG(Warning) << "gateway: replica " << id << " failed its health probe (" << why << "); ejected";
       }
       state->OnProbe(ok, std::chrono::steady_clock::now());
-    };
-    client_->Start(std::move(req), std::move(ev));
+    });
   }
 }
 

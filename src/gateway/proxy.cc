@@ -300,6 +300,7 @@ void Exchange::OnDone(const http::UpstreamOutcome& o) {
     ctx_.metrics->RecordRequest(rid, decision_.deployment, decision_.policy, "retried");
     ctx_.metrics->RecordRetry(decision_.deployment);
     route_.exclude.insert(rid);
+    route_.avoid_deployment = decision_.deployment;
     const auto t0 = Clock::now();
     if (Dispatch(/*retry=*/true)) {
       added_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();

@@ -2,10 +2,12 @@
 // the asynchronous UpstreamClient. SSE responses pass through event by event;
 // others are relayed whole. A failure before the first byte reached the
 // client (connect error, timeout, 5xx, garbage) is retried once on another
-// replica; the prompt is tokenized once (the model's RequestTokenizer) and
-// the tokens route every attempt; later failures end the stream with an SSE error event; a client
-// that leaves cancels the upstream call at once. The load guard is taken at
-// dispatch and released when the exchange ends, however it ends. Passive
+// replica (an unpinned one preferably on another version of the model, so a
+// failing rollout step costs no request); the prompt is tokenized once (the
+// model's RequestTokenizer) and the tokens route every attempt; later
+// failures end the stream with an SSE error event; a client that leaves
+// cancels the upstream call at once. The load guard is taken at dispatch and
+// released when the exchange ends, however it ends. Passive
 // health: connection errors, timeouts and 5xx count against the replica's
 // circuit. Thread safety: Start from any thread; the exchange then lives on
 // the upstream client's I/O threads and the server's cancel callback.

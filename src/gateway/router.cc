@@ -1,5 +1,7 @@
 #include "gateway/router.h"
 
+#include <algorithm>
+
 namespace pagoda::gateway {
 namespace {
 
@@ -91,18 +93,29 @@ api::ApiResult<RouteDecision> Route(const RoutingTable& table, const RouteReques
   }
   const ModelRoute* model = table.FindModel(name);
   if (model == nullptr) return api::ModelNotFound(request.model);
-  const Deployment* dep = nullptr;
-  if (!version.empty()) {
-    dep = model->FindDeployment(version);
-    if (dep == nullptr) return UnknownVersion(name, version);
-  } else {
-    dep = &model->deployments[table.ChooseDeployment(*model)];
-  }
   const GatewayConfig& c = table.config();
+  const LoadThresholds thresholds{c.load_threshold_requests, c.load_threshold_blocks};
+  std::vector<size_t> order;  // deployment indices to try, in order
+  if (!version.empty()) {
+    const Deployment* pinned = model->FindDeployment(version);
+    if (pinned == nullptr) return UnknownVersion(name, version);
+    order.push_back(static_cast<size_t>(pinned - model->deployments.data()));
+  } else {
+    order = table.DeploymentOrder(*model);
+    // A retry tries the other versions first (a failing canary must not eat the retry).
+    if (order.size() > 1 && model->deployments[order.front()].key == request.avoid_deployment) {
+      std::rotate(order.begin(), order.begin() + 1, order.end());
+    }
+  }
+  const Deployment* dep = nullptr;
   bool saturated = false;
-  const std::vector<size_t> idx = FilterCandidates(
-      dep->replicas, request.zone, LoadThresholds{c.load_threshold_requests, c.load_threshold_blocks},
-      request.exclude, now, &saturated);
+  std::vector<size_t> idx;
+  for (size_t d : order) {
+    dep = &model->deployments[d];
+    idx = FilterCandidates(dep->replicas, request.zone, thresholds, request.exclude, now, &saturated);
+    if (!idx.empty()) break;
+  }
+  if (idx.empty()) dep = &model->deployments[order.front()];
   const bool fallback_ok = alias != nullptr && !alias->self_hosted_only && !alias->fallback.empty();
   if (fallback_ok && (idx.empty() || saturated)) {
     auto upstream = table.FindUpstream(alias->fallback);

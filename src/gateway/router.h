@@ -1,6 +1,9 @@
 // Router: one request -> one replica (or external upstream). Resolves the
 // model name (alias, model, model@version; unknown -> 404), picks the
-// deployment (pinned, else by traffic weight / the current version), filters
+// deployment (pinned, else by traffic weight / the current version; an
+// unpinned request whose pick has no eligible replica, or that retries away
+// from `avoid_deployment`, falls back to the model's other deployments that
+// carry traffic, never to a pinned-only one), filters
 // its replicas (eligible = probes pass and the circuit admits; the request's
 // zone first; other zones only when no in-zone replica is eligible or every
 // in-zone one is past the load threshold; replicas past the threshold only
@@ -34,6 +37,7 @@ struct RouteRequest {
   int64_t prompt_tokens = 0;     // tokens.size() when tokenized, else estimated
   int64_t max_tokens = 0;
   std::set<std::string> exclude;  // replica ids already tried (retries)
+  std::string avoid_deployment;   // "model@version" that just failed this request (unpinned retries go elsewhere first)
 };
 
 struct RouteDecision {

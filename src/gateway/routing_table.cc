@@ -1,5 +1,6 @@
 #include "gateway/routing_table.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 
@@ -100,6 +101,7 @@ Result<std::shared_ptr<RoutingTable>> RoutingTable::Build(const GatewayConfig& c
       weights.push_back(dc.traffic_weight);
     }
     t->traffic_[mc.name] = std::move(weights);
+    t->current_[mc.name] = mc.current_version;
     t->models_.push_back(std::move(m));
   }
   for (const UpstreamConfig& uc : config.upstreams) {
@@ -157,30 +159,48 @@ std::vector<std::shared_ptr<const Replica>> RoutingTable::AllReplicas() const {
   return out;
 }
 
-size_t RoutingTable::ChooseDeployment(const ModelRoute& model) const {
+size_t RoutingTable::ChooseDeployment(const ModelRoute& model) const { return DeploymentOrder(model).front(); }
+
+std::vector<size_t> RoutingTable::DeploymentOrder(const ModelRoute& model) const {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto it = traffic_.find(model.config.name);
+  const std::vector<double>& w = traffic_.at(model.config.name);
   double total = 0;
-  if (it != traffic_.end()) {
-    for (double w : it->second) total += w;
-  }
+  for (double x : w) total += x;
   if (total <= 0) {
+    const std::string& current = current_.at(model.config.name);
     for (size_t i = 0; i < model.deployments.size(); ++i) {
-      if (model.deployments[i].version == model.config.current_version) return i;
+      if (model.deployments[i].version == current) return {i};
     }
-    return 0;
+    return {0};
   }
+  size_t chosen = w.size() - 1;
   double x = std::uniform_real_distribution<double>(0, total)(rng_);
-  for (size_t i = 0; i < it->second.size(); ++i) {
-    if (x < it->second[i]) return i;
-    x -= it->second[i];
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (x < w[i]) {
+      chosen = i;
+      break;
+    }
+    x -= w[i];
   }
-  return it->second.size() - 1;
+  std::vector<size_t> order = {chosen};
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (i != chosen && w[i] > 0) order.push_back(i);
+  }
+  std::stable_sort(order.begin() + 1, order.end(), [&](size_t a, size_t b) { return w[a] > w[b]; });
+  return order;
 }
 
 Status RoutingTable::SetTrafficWeights(std::string_view model, const std::map<std::string, double>& weights) {
+  return SetTraffic(model, weights, "");
+}
+
+Status RoutingTable::SetTraffic(std::string_view model, const std::map<std::string, double>& weights,
+                                std::string_view current_version) {
   const ModelRoute* m = FindModel(model);
   if (m == nullptr) return NotFound("unknown model '" + std::string(model) + "'");
+  if (!current_version.empty() && m->FindDeployment(current_version) == nullptr) {
+    return NotFound("model '" + std::string(model) + "' has no version '" + std::string(current_version) + "'");
+  }
   std::vector<double> w(m->deployments.size(), 0.0);
   for (const auto& [version, weight] : weights) {
     bool found = false;
@@ -195,7 +215,14 @@ Status RoutingTable::SetTrafficWeights(std::string_view model, const std::map<st
   }
   std::lock_guard<std::mutex> lock(mu_);
   traffic_[std::string(model)] = std::move(w);
+  if (!current_version.empty()) current_[std::string(model)] = std::string(current_version);
   return Status::Ok();
+}
+
+std::string RoutingTable::CurrentVersion(std::string_view model) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = current_.find(std::string(model));
+  return it == current_.end() ? "" : it->second;
 }
 
 std::map<std::string, double> RoutingTable::TrafficWeights(std::string_view model) const {
@@ -220,7 +247,7 @@ nlohmann::json RoutingTable::RoutingJson() const {
     }
     models.push_back({{"name", m.config.name},
                       {"policy", m.config.policy},
-                      {"current_version", m.config.current_version},
+                      {"current_version", CurrentVersion(m.config.name)},
                       {"deployments", deps}});
   }
   nlohmann::json aliases = nlohmann::json::array();

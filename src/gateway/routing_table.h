@@ -7,8 +7,9 @@
 // its KvIndex (the event-fed cache view) and its RequestTokenizer (while
 // tokenizer_gguf names the same file); replicas that leave are forgotten by
 // the index and the policy. Requests hold a shared_ptr to the
-// table they were routed with. Only the traffic weights change after
-// construction (a rollout controller shifts them; guarded by a mutex).
+// table they were routed with. Only the traffic state (per-deployment weights
+// and the current version) changes after construction: a rollout controller
+// shifts it, one swap under a mutex.
 // Thread safety: all methods from any thread.
 #pragma once
 
@@ -72,10 +73,20 @@ class RoutingTable {
   // Unpinned traffic: the deployment index for this request. With every
   // traffic weight 0 the current version takes all.
   size_t ChooseDeployment(const ModelRoute& model) const;
+  // ChooseDeployment's pick first, then the other deployments that carry
+  // unpinned traffic (weight > 0), heaviest first: where an unpinned request
+  // may fall back when its pick has no eligible replica. A deployment that
+  // carries no traffic never receives unpinned requests.
+  std::vector<size_t> DeploymentOrder(const ModelRoute& model) const;
   // Sets a model's traffic weights (version -> weight >= 0); versions left
   // out get 0. Error: unknown model or version, negative weight.
   Status SetTrafficWeights(std::string_view model, const std::map<std::string, double>& weights);
+  // Weights and current version in one swap ("" keeps the current version).
+  Status SetTraffic(std::string_view model, const std::map<std::string, double>& weights,
+                    std::string_view current_version);
   std::map<std::string, double> TrafficWeights(std::string_view model) const;
+  // The live current version (the config's until a rollout promotes another).
+  std::string CurrentVersion(std::string_view model) const;
 
   // {"models": [{name, policy, current_version, deployments: [{version,
   // traffic_weight, replicas: [ids]}]}], "aliases": [...], "upstreams": [...]}
@@ -87,6 +98,7 @@ class RoutingTable {
   std::map<std::string, std::shared_ptr<const Replica>> upstreams_;
   mutable std::mutex mu_;
   std::map<std::string, std::vector<double>> traffic_;  // guarded by mu_: model -> per deployment
+  std::map<std::string, std::string> current_;          // guarded by mu_: model -> current version
   mutable std::mt19937_64 rng_{0x9a90da};               // guarded by mu_
 };
 

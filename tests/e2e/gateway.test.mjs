@@ -5,11 +5,10 @@
 // succeeding; a stream on the killed replica ends with an error event, no
 // hang), and the admin API's 401 without the key.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setup, Server, freePort, sleep, makeRunner, assertErrorShape } from './harness.mjs';
+import { setup, Server, sleep, makeRunner, assertErrorShape, startGateway as startGatewayProcess } from './harness.mjs';
 
 const { bin, modelPath, OpenAI } = await setup();
 const { test, run } = makeRunner();
@@ -17,7 +16,7 @@ const dir = mkdtempSync(join(tmpdir(), 'pagoda-gw-'));
 const configPath = join(dir, 'gateway.toml');
 const ADMIN = 'e2e-admin-key';
 let replicas = [];
-let gw, gwBase, client, gwStderr = '';
+let gw, gwBase, client;
 
 function config(urls) {
   let s = `[gateway]\nadmin_key_env = "PAGODA_GW_ADMIN"\nhealth_interval_ms = 200\nhealth_timeout_ms = 500\n` +
@@ -30,17 +29,8 @@ function config(urls) {
 }
 
 async function startGateway() {
-  const port = await freePort();
-  gwBase = `http://127.0.0.1:${port}`;
-  gw = spawn(bin, ['gateway', '--config', configPath, '--listen', `127.0.0.1:${port}`],
-             { stdio: ['ignore', 'inherit', 'pipe'], env: { ...process.env, PAGODA_GW_ADMIN: ADMIN } });
-  gw.stderr.on('data', (d) => { gwStderr += d; process.stderr.write(d); });
-  gw.exited = false;
-  gw.on('exit', () => { gw.exited = true; });
-  for (let i = 0; i < 100; ++i) {
-    try { if ((await fetch(`${gwBase}/health`)).status === 200) break; } catch {}
-    await sleep(100);
-  }
+  gw = await startGatewayProcess(bin, configPath, { ...process.env, PAGODA_GW_ADMIN: ADMIN });
+  gwBase = gw.base;
   client = new OpenAI({ baseURL: `${gwBase}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
 }
 
@@ -96,16 +86,16 @@ test('admin API needs the key', async () => {
 test('SIGHUP with a bad config is refused and the old config keeps serving', async () => {
   writeFileSync(configPath, config(replicas.map(r => r.base)) + '\n[[aliases]]\nname = "broken"\nmodel = "missing"\n');
   gw.kill('SIGHUP');
-  for (let i = 0; i < 50 && !/reload refused/.test(gwStderr); ++i) await sleep(100);
-  assert.match(gwStderr, /reload refused.*gateway\.toml:\d+: alias 'broken' names unknown model 'missing'/);
+  for (let i = 0; i < 50 && !/reload refused/.test(gw.stderr); ++i) await sleep(100);
+  assert.match(gw.stderr, /reload refused.*gateway\.toml:\d+: alias 'broken' names unknown model 'missing'/);
   const r = await client.chat.completions.create({ model: 'stories', messages, max_tokens: 4 });
   assert.equal(r.object, 'chat.completion');
   const routing = await (await fetch(`${gwBase}/admin/routing`, { headers: { authorization: `Bearer ${ADMIN}` } })).json();
   assert.equal(routing.last_reload.ok, false);
   writeFileSync(configPath, config(replicas.map(r => r.base)));
   gw.kill('SIGHUP');
-  for (let i = 0; i < 50 && !/config reloaded/.test(gwStderr); ++i) await sleep(100);
-  assert.match(gwStderr, /config reloaded/);
+  for (let i = 0; i < 50 && !/config reloaded/.test(gw.stderr); ++i) await sleep(100);
+  assert.match(gw.stderr, /config reloaded/);
 });
 
 test('kill -9 of a replica: running stream ends with an error event, later requests succeed', async () => {
@@ -140,11 +130,7 @@ await run({
     await startGateway();
   },
   after: async () => {
-    if (gw && !gw.exited) {
-      gw.kill('SIGTERM');
-      await new Promise(r => { if (gw.exited) r(); else gw.on('exit', r); setTimeout(r, 5000); });
-      if (!gw.exited) gw.kill('SIGKILL');
-    }
+    await gw?.stop();
     for (const r of replicas) if (!r.exited) await r.stop();
   },
 });

@@ -114,6 +114,31 @@ export class Server {
   }
 }
 
+// A running `pagoda gateway --config <configPath>` on a free port, once its
+// /health answers: { proc, base, stderr (so far), exited, kill(sig), stop() }.
+export async function startGateway(bin, configPath, env = process.env) {
+  const port = await freePort();
+  const g = { base: `http://127.0.0.1:${port}`, stderr: '', exited: false };
+  g.proc = spawn(bin, ['gateway', '--config', configPath, '--listen', `127.0.0.1:${port}`],
+                 { stdio: ['ignore', 'inherit', 'pipe'], env });
+  g.proc.stderr.on('data', (d) => { g.stderr += d; process.stderr.write(d); });
+  live.add(g.proc);
+  g.proc.on('exit', () => { g.exited = true; live.delete(g.proc); });
+  g.kill = (signal) => g.proc.kill(signal);
+  g.stop = async () => {
+    if (g.exited) return;
+    g.proc.kill('SIGTERM');
+    await new Promise(r => { if (g.exited) r(); else g.proc.on('exit', r); setTimeout(r, 5000); });
+    if (!g.exited) g.proc.kill('SIGKILL');
+  };
+  for (let i = 0; i < 100; ++i) {
+    if (g.exited) throw new Error('pagoda gateway exited early');
+    try { if ((await fetch(`${g.base}/health`)).status === 200) return g; } catch {}
+    await sleep(100);
+  }
+  throw new Error('pagoda gateway: no /health 200 within 10 s');
+}
+
 // `pagoda generate` alone, greedy: the reference a served request must match.
 // Returns { text, promptTokens, generatedTokens, stop }.
 export function generate(bin, modelPath, prompt, nPredict, ctxSize) {

@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 namespace pagoda::gateway {
 namespace {
 
@@ -174,6 +176,53 @@ TEST_F(RouterTest, TrafficWeightsShiftUnpinnedTraffic) {
   EXPECT_GT(v2, 120);
   EXPECT_LT(v2, 280);
   EXPECT_FALSE(table_->SetTrafficWeights("m", {{"v7", 1.0}}).ok());
+}
+
+TEST_F(RouterTest, UnpinnedFallsBackToTheOtherTrafficCarryingVersion) {
+  ASSERT_TRUE(table_->SetTrafficWeights("m", {{"v1", 1.0}, {"v2", 1.0}}).ok());
+  Down("v2a");
+  // v2 drawn half the time, but it has no eligible replica: v1 serves all.
+  for (int i = 0; i < 40; ++i) EXPECT_NE(RouteTo("m"), "v2a");
+  EXPECT_EQ(RouteTo("m@v2"), "error 503");  // pinned: never another version
+  Down("eu1");
+  Down("eu2");
+  Down("us1");
+  EXPECT_EQ(RouteTo("m"), "error 503");
+}
+
+TEST_F(RouterTest, VersionWithoutTrafficIsNeverAFallback) {
+  // Only v1 carries unpinned traffic (all weights 0, v1 current).
+  Down("eu1");
+  Down("eu2");
+  Down("us1");
+  EXPECT_EQ(RouteTo("m"), "error 503");
+  EXPECT_EQ(RouteTo("m@v2"), "v2a");
+}
+
+TEST_F(RouterTest, RetryAvoidsTheDeploymentThatJustFailed) {
+  ASSERT_TRUE(table_->SetTrafficWeights("m", {{"v1", 1.0}, {"v2", 99.0}}).ok());
+  RouteRequest req;
+  req.model = "m";
+  req.zone = "eu";
+  req.avoid_deployment = "m@v2";
+  for (int i = 0; i < 20; ++i) {
+    auto d = Route(*table_, req, now_);
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->deployment, "m@v1");
+  }
+  req.model = "m@v2";  // pinned: avoid_deployment does not apply
+  auto d = Route(*table_, req, now_);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->deployment, "m@v2");
+}
+
+TEST_F(RouterTest, CurrentVersionCanBeMovedWithTheWeightsInOneCall) {
+  ASSERT_TRUE(table_->SetTraffic("m", {}, "v2").ok());
+  EXPECT_EQ(table_->CurrentVersion("m"), "v2");
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(RouteTo("m"), "v2a");
+  EXPECT_EQ(table_->RoutingJson()["models"][0]["current_version"], "v2");
+  EXPECT_FALSE(table_->SetTraffic("m", {}, "v9").ok());
+  EXPECT_EQ(table_->CurrentVersion("m"), "v2");
 }
 
 TEST_F(RouterTest, ReloadKeepsStateOfReplicasThatStay) {
