@@ -105,6 +105,7 @@ for rep in $(seq "$reps"); do
       wait_health "$url"
     fi
     trace "$target" "$url" | tee -a "$out/results.jsonl"
+    [ "$target" = nginx ] || curl -s "$url/metrics" >"$out/metrics-$target-$rep.txt" || true
     cleanup
   done
 done
@@ -120,6 +121,25 @@ for (const t of ["cache_aware", "round_robin", "nginx"]) {
   console.log(`| ${t} | ${r.length} | ${med(r.map((x) => x.hit_rate))} | ${med(r.map((x) => x.ttft_ms_p50))} | ` +
               `${med(r.map((x) => x.ttft_ms_p90))} | ${med(r.map((x) => x.gen_tok_s))} | ${r.reduce((a, x) => a + x.failures, 0)} |`);
 }' "$out/results.jsonl" | tee "$out/table.md"
+
+# Index lag (gateway receive time - batch ts) over the cache_aware runs, from
+# the pagoda_gateway_kv_event_lag_seconds histograms: the bucket holding the
+# median and the 99th percentile, all replicas together.
+node -e '
+const fs = require("fs");
+const files = fs.readdirSync(process.argv[1]).filter((f) => f.startsWith("metrics-cache_aware-"));
+const buckets = new Map();
+for (const f of files) {
+  for (const line of fs.readFileSync(`${process.argv[1]}/${f}`, "utf8").split("\n")) {
+    const m = line.match(/^pagoda_gateway_kv_event_lag_seconds_bucket\{.*le="([^"]+)".*\} (\S+)/);
+    if (m) buckets.set(m[1], (buckets.get(m[1]) ?? 0) + Number(m[2]));
+  }
+}
+const les = [...buckets.keys()].sort((a, b) => (a === "+Inf") - (b === "+Inf") || Number(a) - Number(b));
+const total = buckets.get("+Inf") ?? 0;
+const q = (p) => les.find((le) => buckets.get(le) >= p * total);
+console.log(JSON.stringify({ kv_event_batches: total, lag_p50_le_s: q(0.5), lag_p99_le_s: q(0.99) }));
+' "$out" | tee -a "$out/table.md"
 
 if [ "${OVERHEAD:-1}" = 1 ]; then
   # One replica of the tiny stories260K (sub-millisecond requests), so that
