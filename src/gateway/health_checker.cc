@@ -32,6 +32,8 @@ void HealthChecker::ProbeAll() {
     http::UpstreamRequest req;
     req.host = r->config().endpoint.host;
     req.port = r->config().endpoint.port;
+    req.tls = r->config().endpoint.scheme == "https";
+    req.ca_file = r->config().ca_file;
     req.method = "GET";
     req.target = r->config().endpoint.base_path + "/health";
     req.connect_timeout = timeout;

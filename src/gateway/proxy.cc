@@ -196,6 +196,7 @@ http::UpstreamRequest Exchange::BuildUpstreamRequest() const {
   up.host = r.config().endpoint.host;
   up.port = r.config().endpoint.port;
   up.tls = r.config().endpoint.scheme == "https";
+  up.ca_file = r.config().ca_file;
   up.method = req_.method;
   std::string target = req_.target;
   // An external upstream's URL includes its API root (".../v1").
@@ -340,7 +341,11 @@ void Exchange::OnDone(const http::UpstreamOutcome& o) {
     Fail(UpstreamFailure(504, "The upstream replica did not answer in time.", "upstream_timeout"));
   } else {
     PAGODA_LOG(Warning) << "gateway: " << rid << " failed: " << http::UpstreamErrorName(o.error) << ": " << o.message;
-    Fail(UpstreamFailure(502, "The upstream replica failed: " + std::string(http::UpstreamErrorName(o.error)) + ".",
+    // A TLS failure is the operator's to fix: say which (the message names
+    // host and certificate problem, never headers or bodies).
+    const std::string detail = o.error == http::UpstreamError::kTls ? " (" + o.message + ")" : "";
+    Fail(UpstreamFailure(502, "The upstream replica failed: " + std::string(http::UpstreamErrorName(o.error)) +
+                                  detail + ".",
                          "bad_gateway"));
   }
   Finish("5xx");
