@@ -263,9 +263,12 @@ void Exchange::OnBody(std::string_view bytes) {
     }
     body_.append(bytes);
   } else if (mode_ == Mode::kSse) {
-    const bool ok = sse_.Feed(bytes, [&](std::string_view data) {
-      if (auto u = ReadUsage(data)) usage_ = u;  // the include_usage chunk
-      return writer_->SendSse(data);
+    // Each event goes on as the upstream framed it (event:, id:, retry:, comments).
+    const bool ok = sse_.Feed(bytes, [&](const SseEvent& ev) {
+      if (ev.has_data) {
+        if (auto u = ReadUsage(ev.data)) usage_ = u;  // the include_usage chunk
+      }
+      return writer_->SendSseRaw(ev.block);
     });
     if (!ok) {
       std::lock_guard<std::mutex> lock(mu_);

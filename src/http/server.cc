@@ -127,19 +127,13 @@ class WriterImpl final : public ResponseWriter {
     return true;
   }
 
-  bool SendSse(std::string_view data) override {
-    {
-      std::lock_guard<std::mutex> lock(ex_->mu);
-      if (ex_->cancelled) return false;
-      if (ex_->phase == Exchange::Phase::kNone) {
-        ex_->phase = Exchange::Phase::kStreaming;
-        ex_->Push(OutItem{OutItem::Kind::kSseBegin, {}, {}, {}});
-      }
-      if (ex_->phase != Exchange::Phase::kStreaming) return false;
-      ex_->Push(OutItem{OutItem::Kind::kSseData, {}, {}, FormatSseEvent(data)});
-    }
-    ex_->Wake();
-    return true;
+  bool SendSse(std::string_view data) override { return QueueEvent(FormatSseEvent(data)); }
+
+  bool SendSseRaw(std::string_view event_block) override {
+    std::string e(event_block);
+    if (!e.empty() && e.back() != '\n') e += '\n';
+    e += '\n';
+    return QueueEvent(std::move(e));
   }
 
   void EndSse() override {
@@ -175,6 +169,21 @@ class WriterImpl final : public ResponseWriter {
   }
 
  private:
+  bool QueueEvent(std::string event) {
+    {
+      std::lock_guard<std::mutex> lock(ex_->mu);
+      if (ex_->cancelled) return false;
+      if (ex_->phase == Exchange::Phase::kNone) {
+        ex_->phase = Exchange::Phase::kStreaming;
+        ex_->Push(OutItem{OutItem::Kind::kSseBegin, {}, {}, {}});
+      }
+      if (ex_->phase != Exchange::Phase::kStreaming) return false;
+      ex_->Push(OutItem{OutItem::Kind::kSseData, {}, {}, std::move(event)});
+    }
+    ex_->Wake();
+    return true;
+  }
+
   std::shared_ptr<Exchange> ex_;
 };
 

@@ -143,8 +143,8 @@ class GatewayTest : public ::testing::Test {
              ("pagoda_gw_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++) + ".toml"))
                 .string();
     Write("[gateway]\nadmin_key_env = \"GW_TEST_ADMIN\"\nfirst_byte_timeout_ms = 500\n"
-          "request_deadline_ms = 3000\neject_after_failures = 1\ncircuit_open_ms = 60000\n" +
-          gateway_table + body);
+          "request_deadline_ms = " + std::to_string(deadline_ms_) +
+          "\neject_after_failures = 1\ncircuit_open_ms = 60000\n" + gateway_table + body);
     GatewayOptions o;
     o.config_path = path_;
     o.listen_override = "127.0.0.1:0";
@@ -209,6 +209,7 @@ class GatewayTest : public ::testing::Test {
 
   std::string path_;
   int counter_ = 0;
+  int64_t deadline_ms_ = 3000;  // request_deadline_ms
   std::unique_ptr<Gateway> gw_;
   std::unique_ptr<http::Client> client_;
 };
@@ -485,6 +486,25 @@ TEST_F(GatewayTest, CountsPredictedAndReportedCachedTokensFromBodiesAndStreams) 
             std::string::npos);
   EXPECT_NE(m.find("pagoda_gateway_predicted_cached_tokens_total{replica=\"s-0\",deployment=\"s@v1\"} 0\n"),
             std::string::npos);
+}
+
+TEST_F(GatewayTest, RelaysSseEventsAsTheUpstreamFramedThem) {
+  // Fields other than data: (event:, id:, retry:, unknown ones) and comment
+  // lines reach the client unchanged and in order; the reference is the
+  // upstream's own bytes.
+  const std::string events =
+      ": upstream says hello\n\n"
+      "event: delta\nid: 1\ndata: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n"
+      "retry: 3000\nid: 2\n: a comment inside an event\ndata: line one\ndata: line two\nx-custom: kept\n\n"
+      "data: [DONE]\n\n";
+  RawUpstream up([&](int fd) {
+    Send(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" + events);
+  });
+  StartGateway(ModelToml("m", {up.url()}, "least_loaded"));
+  auto r = client_->Send("POST", "/v1/chat/completions", R"({"model":"m","stream":true,"messages":[]})");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, events);
 }
 
 }  // namespace
