@@ -53,6 +53,7 @@ class Gateway final : public AdminBackend {
   HealthChecker& health_checker() { return *health_; }
   KvEventFeed& kv_event_feed() { return *feed_; }
   http::UpstreamClient& upstream_client() { return *client_; }
+  http::ServerStats server_stats() const { return server_->stats(); }
 
  private:
   explicit Gateway(GatewayOptions options) : options_(std::move(options)) {}
