@@ -55,6 +55,7 @@ class Gateway final : public AdminBackend {
   KvEventFeed& kv_event_feed() { return *feed_; }
   RolloutController& rollouts() { return *rollouts_; }
   http::UpstreamClient& upstream_client() { return *client_; }
+  http::ServerStats server_stats() const { return server_->stats(); }
 
  private:
   explicit Gateway(GatewayOptions options) : options_(std::move(options)) {}

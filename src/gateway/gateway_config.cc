@@ -1,5 +1,6 @@
 #include "gateway/gateway_config.h"
 
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -138,8 +139,8 @@ class TableReader {
   std::set<std::string> known_;
 };
 
-// A checked URL: `https_ok` for external upstreams only.
-bool ReadUrl(TableReader& r, std::string* url, Endpoint* ep, bool https_ok) {
+// A checked URL and its optional `ca_file` (https only, must be readable).
+bool ReadUrl(TableReader& r, std::string* url, Endpoint* ep, std::string* ca_file) {
   const toml::node* n = r.Get("url");
   if (!r.String("url", url, /*required=*/true)) return false;
   auto parsed = ParseEndpoint(*url);
@@ -147,12 +148,19 @@ bool ReadUrl(TableReader& r, std::string* url, Endpoint* ep, bool https_ok) {
     r.Fail(r.LineOf(*n), parsed.status().message());
     return false;
   }
-  if (parsed->scheme == "https" && !https_ok) {
-    r.Fail(r.LineOf(*n), "url '" + *url + "': replicas must be http:// (https:// is for external upstreams)");
+  *ep = std::move(*parsed);
+  if (!r.String("ca_file", ca_file) || ca_file->empty()) return true;
+  const int line = r.LineOf(*r.Get("ca_file"));
+  if (ep->scheme != "https") {
+    r.Fail(line, "ca_file '" + *ca_file + "': only for https:// URLs");
     return false;
   }
-  *ep = std::move(*parsed);
-  return true;
+  if (std::FILE* f = std::fopen(ca_file->c_str(), "rb")) {
+    std::fclose(f);
+    return true;
+  }
+  r.Fail(line, "ca_file '" + *ca_file + "': cannot be read");
+  return false;
 }
 
 bool ReadKvEndpoint(TableReader& r, std::string_view key, std::string* out) {
@@ -216,7 +224,7 @@ bool KnownPolicy(std::string_view p) {
 }
 
 void ParseReplica(TableReader& r, ReplicaConfig* rc) {
-  if (!ReadUrl(r, &rc->url, &rc->endpoint, /*https_ok=*/false)) return;
+  if (!ReadUrl(r, &rc->url, &rc->endpoint, &rc->ca_file)) return;
   rc->id = rc->url;
   r.String("name", &rc->id);
   r.String("zone", &rc->zone);
@@ -281,7 +289,7 @@ void ParseModel(TableReader& r, ModelConfig* m, std::set<std::string>* replica_i
 
 void ParseUpstream(TableReader& r, UpstreamConfig* u) {
   r.String("name", &u->name, /*required=*/true);
-  ReadUrl(r, &u->url, &u->endpoint, /*https_ok=*/true);
+  ReadUrl(r, &u->url, &u->endpoint, &u->ca_file);
   r.String("api_key_env", &u->api_key_env);
   r.String("model", &u->model);
   if (const toml::node* k = r.Get("api_key")) {

@@ -23,7 +23,7 @@ struct Endpoint {
   std::string ToString() const;
 };
 
-// Parses "http://host[:port][/path]" (https for external upstreams).
+// Parses "http://host[:port][/path]" or "https://host[:port][/path]".
 Result<Endpoint> ParseEndpoint(std::string_view url);
 
 struct ReplicaConfig {
@@ -32,6 +32,7 @@ struct ReplicaConfig {
   Endpoint endpoint;
   std::string zone;
   double weight = 1.0;
+  std::string ca_file;           // https: PEM CAs to trust instead of the system store; "" when none
   std::string kv_events;         // tcp://host:port of its KV-event PUB socket; "" when none
   std::string kv_events_replay;  // its replay (ROUTER) socket; "" when none
 };
@@ -59,6 +60,7 @@ struct UpstreamConfig {
   Endpoint endpoint;
   std::string api_key_env;  // environment variable holding the key; "" when none
   std::string model;        // the model name to send upstream
+  std::string ca_file;      // https: PEM CAs to trust instead of the system store; "" when none
 };
 
 struct AliasConfig {

@@ -9,6 +9,8 @@ void ProbeHealth(http::UpstreamClient& client, const Replica& replica, std::chro
   http::UpstreamRequest req;
   req.host = replica.config().endpoint.host;
   req.port = replica.config().endpoint.port;
+  req.tls = replica.config().endpoint.scheme == "https";
+  req.ca_file = replica.config().ca_file;
   req.method = "GET";
   req.target = replica.config().endpoint.base_path + "/health";
   req.connect_timeout = timeout;

@@ -196,6 +196,7 @@ http::UpstreamRequest Exchange::BuildUpstreamRequest() const {
   up.host = r.config().endpoint.host;
   up.port = r.config().endpoint.port;
   up.tls = r.config().endpoint.scheme == "https";
+  up.ca_file = r.config().ca_file;
   up.method = req_.method;
   std::string target = req_.target;
   // An external upstream's URL includes its API root (".../v1").
@@ -262,9 +263,12 @@ void Exchange::OnBody(std::string_view bytes) {
     }
     body_.append(bytes);
   } else if (mode_ == Mode::kSse) {
-    const bool ok = sse_.Feed(bytes, [&](std::string_view data) {
-      if (auto u = ReadUsage(data)) usage_ = u;  // the include_usage chunk
-      return writer_->SendSse(data);
+    // Each event goes on as the upstream framed it (event:, id:, retry:, comments).
+    const bool ok = sse_.Feed(bytes, [&](const SseEvent& ev) {
+      if (ev.has_data) {
+        if (auto u = ReadUsage(ev.data)) usage_ = u;  // the include_usage chunk
+      }
+      return writer_->SendSseRaw(ev.block);
     });
     if (!ok) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -341,7 +345,11 @@ void Exchange::OnDone(const http::UpstreamOutcome& o) {
     Fail(UpstreamFailure(504, "The upstream replica did not answer in time.", "upstream_timeout"));
   } else {
     PAGODA_LOG(Warning) << "gateway: " << rid << " failed: " << http::UpstreamErrorName(o.error) << ": " << o.message;
-    Fail(UpstreamFailure(502, "The upstream replica failed: " + std::string(http::UpstreamErrorName(o.error)) + ".",
+    // A TLS failure is the operator's to fix: say which (the message names
+    // host and certificate problem, never headers or bodies).
+    const std::string detail = o.error == http::UpstreamError::kTls ? " (" + o.message + ")" : "";
+    Fail(UpstreamFailure(502, "The upstream replica failed: " + std::string(http::UpstreamErrorName(o.error)) +
+                                  detail + ".",
                          "bad_gateway"));
   }
   Finish("5xx");

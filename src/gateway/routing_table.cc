@@ -120,6 +120,7 @@ Result<std::shared_ptr<RoutingTable>> RoutingTable::Build(const GatewayConfig& c
     rc.id = "upstream:" + uc.name;
     rc.url = uc.url;
     rc.endpoint = uc.endpoint;
+    rc.ca_file = uc.ca_file;
     auto state = StateFor(previous, rc.id, rc.url, health);
     t->upstreams_[uc.name] = std::make_shared<const Replica>(std::move(rc), std::move(ext), std::move(state));
   }

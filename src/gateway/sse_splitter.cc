@@ -2,12 +2,12 @@
 
 namespace pagoda::gateway {
 
-bool SseSplitter::Feed(std::string_view bytes, const std::function<bool(std::string_view)>& on_event) {
+bool SseSplitter::Feed(std::string_view bytes, const std::function<bool(const SseEvent&)>& on_event) {
   buf_.append(bytes);
   size_t start = 0;  // of the current event in buf_
   size_t line = 0;   // of the current line
-  std::string data;
-  bool any = false;
+  std::string block, data;
+  SseEvent ev;
   for (;;) {
     const size_t nl = buf_.find('\n', line);
     if (nl == std::string::npos) break;
@@ -16,23 +16,27 @@ bool SseSplitter::Feed(std::string_view bytes, const std::function<bool(std::str
     line = nl + 1;
     if (l.empty()) {  // end of an event
       start = line;
-      if (any) {
-        const bool go_on = on_event(data);
-        data.clear();
-        any = false;
-        if (!go_on) {
-          buf_.erase(0, start);
-          return false;
-        }
+      if (block.empty()) continue;
+      ev.block = block;
+      ev.data = data;
+      const bool go_on = on_event(ev);
+      block.clear();
+      data.clear();
+      ev.has_data = false;
+      if (!go_on) {
+        buf_.erase(0, start);
+        return false;
       }
       continue;
     }
-    if (l.substr(0, 5) == "data:") {
-      l.remove_prefix(5);
+    block.append(l);
+    block += '\n';
+    if (l.substr(0, 4) == "data" && (l.size() == 4 || l[4] == ':')) {
+      l.remove_prefix(l.size() == 4 ? 4 : 5);
       if (!l.empty() && l.front() == ' ') l.remove_prefix(1);
-      if (any) data += '\n';
+      if (ev.has_data) data += '\n';
       data.append(l);
-      any = true;
+      ev.has_data = true;
     }
   }
   buf_.erase(0, start);

@@ -7,6 +7,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -71,10 +72,21 @@ struct Exchange {
   std::atomic<bool> complete{false};    // response written, or connection gone
   std::weak_ptr<Session> session;
   std::shared_ptr<Liveness> liveness;
+  std::shared_ptr<std::atomic<int64_t>> server_queued;  // the server's total of queued_bytes
 
+  ~Exchange() {
+    if (server_queued) *server_queued -= static_cast<int64_t>(queued_bytes);
+  }
   void Push(OutItem item) {  // mu held by the caller
-    queued_bytes += item.data.size() + item.response.body.size();
+    const size_t n = item.data.size() + item.response.body.size();
+    queued_bytes += n;
+    if (server_queued) *server_queued += static_cast<int64_t>(n);
     queue.push_back(std::move(item));
+  }
+  void Written(size_t n) {  // mu held by the caller
+    n = std::min(n, queued_bytes);
+    queued_bytes -= n;
+    if (server_queued) *server_queued -= static_cast<int64_t>(n);
   }
   void Wake();
   // Marks the exchange cancelled and runs the callback once (unless complete).
@@ -127,19 +139,13 @@ class WriterImpl final : public ResponseWriter {
     return true;
   }
 
-  bool SendSse(std::string_view data) override {
-    {
-      std::lock_guard<std::mutex> lock(ex_->mu);
-      if (ex_->cancelled) return false;
-      if (ex_->phase == Exchange::Phase::kNone) {
-        ex_->phase = Exchange::Phase::kStreaming;
-        ex_->Push(OutItem{OutItem::Kind::kSseBegin, {}, {}, {}});
-      }
-      if (ex_->phase != Exchange::Phase::kStreaming) return false;
-      ex_->Push(OutItem{OutItem::Kind::kSseData, {}, {}, FormatSseEvent(data)});
-    }
-    ex_->Wake();
-    return true;
+  bool SendSse(std::string_view data) override { return QueueEvent(FormatSseEvent(data)); }
+
+  bool SendSseRaw(std::string_view event_block) override {
+    std::string e(event_block);
+    if (!e.empty() && e.back() != '\n') e += '\n';
+    e += '\n';
+    return QueueEvent(std::move(e));
   }
 
   void EndSse() override {
@@ -175,6 +181,21 @@ class WriterImpl final : public ResponseWriter {
   }
 
  private:
+  bool QueueEvent(std::string event) {
+    {
+      std::lock_guard<std::mutex> lock(ex_->mu);
+      if (ex_->cancelled) return false;
+      if (ex_->phase == Exchange::Phase::kNone) {
+        ex_->phase = Exchange::Phase::kStreaming;
+        ex_->Push(OutItem{OutItem::Kind::kSseBegin, {}, {}, {}});
+      }
+      if (ex_->phase != Exchange::Phase::kStreaming) return false;
+      ex_->Push(OutItem{OutItem::Kind::kSseData, {}, {}, std::move(event)});
+    }
+    ex_->Wake();
+    return true;
+  }
+
   std::shared_ptr<Exchange> ex_;
 };
 
@@ -200,6 +221,7 @@ class Server::Impl {
 
   std::atomic<uint64_t> connections_accepted_{0}, connections_open_{0}, requests_{0}, exchanges_active_{0},
       bad_requests_{0};
+  std::shared_ptr<std::atomic<int64_t>> queued_bytes_ = std::make_shared<std::atomic<int64_t>>(0);
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -351,6 +373,7 @@ asio::awaitable<bool> Session::Serve(std::shared_ptr<Session> self, Request requ
   auto ex = std::make_shared<Exchange>();
   ex->session = self;
   ex->liveness = server_->liveness_;
+  ex->server_queued = server_->queued_bytes_;
   exchange_ = ex;
   {
     auto writer = std::make_shared<WriterImpl>(ex);
@@ -434,7 +457,7 @@ asio::awaitable<bool> Session::Pump(Exchange& ex, bool keep_alive, unsigned vers
           co_await asio::async_write(stream_, bhttp::make_chunk(asio::buffer(chunk)),
                                      asio::redirect_error(asio::use_awaitable, ec));
           std::lock_guard<std::mutex> lock(ex.mu);
-          ex.queued_bytes = ex.queued_bytes >= chunk.size() ? ex.queued_bytes - chunk.size() : 0;
+          ex.Written(chunk.size());
           break;
         }
         case OutItem::Kind::kSseEnd:
@@ -656,6 +679,7 @@ ServerStats Server::stats() const {
   s.requests = impl_->requests_;
   s.exchanges_active = impl_->exchanges_active_;
   s.bad_requests = impl_->bad_requests_;
+  s.queued_bytes = static_cast<uint64_t>(std::max<int64_t>(0, impl_->queued_bytes_->load()));
   return s;
 }
 

@@ -36,6 +36,7 @@ struct ServerStats {
   uint64_t requests = 0;           // requests read completely
   uint64_t exchanges_active = 0;   // requests whose response is not complete
   uint64_t bad_requests = 0;       // malformed / over limit
+  uint64_t queued_bytes = 0;       // response bytes handlers queued that are not yet written, all connections
 };
 
 class Server {

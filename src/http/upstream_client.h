@@ -5,6 +5,10 @@
 // host:port. Each call has connect, first-byte and idle timeouts and an
 // optional overall deadline, and can be cancelled from any thread (the
 // connection is then closed at once, never returned to the pool).
+// https: TLS 1.2+ over OpenSSL with SNI, the peer's certificate verified
+// against the system store (or the request's ca_file) and the host name
+// checked; there is no way to turn verification off. TLS connections are
+// pooled like plain ones (per scheme, host:port and CA file).
 // Thread safety: Start() and UpstreamCall::Cancel() from any thread. The
 // events of one call run one at a time on an I/O thread of the client; they
 // must not block. No Boost type appears here.
@@ -29,7 +33,8 @@ struct UpstreamClientOptions {
 struct UpstreamRequest {
   std::string host;
   uint16_t port = 0;
-  bool tls = false;  // https: not supported yet (the call fails with kConnect)
+  bool tls = false;     // https: TLS with certificate and host name verification
+  std::string ca_file;  // tls: PEM file of the CAs to trust instead of the system store ("" = system)
   std::string method = "GET";
   std::string target = "/";
   Headers headers;  // sent as given (plus Host, and Content-Length for a body)
@@ -44,6 +49,7 @@ struct UpstreamRequest {
 enum class UpstreamError {
   kNone,
   kConnect,    // resolve / connect failed or timed out (nothing was sent)
+  kTls,        // TLS handshake or certificate verification failed, or the CA file is unusable (nothing was sent)
   kTimeout,    // first byte or idle timeout
   kDeadline,   // the request's overall deadline
   kProtocol,   // not HTTP, or a malformed response

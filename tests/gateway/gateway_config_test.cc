@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <string>
 
 namespace pagoda::gateway {
@@ -124,8 +127,10 @@ std::vector<BadCase> BadCases() {
       {"unknown_policy", Edit("\"least_loaded\"", "\"fastest\""), "policy =", "unknown policy 'fastest'"},
       {"bad_url", Edit("http://127.0.0.1:8001", "ftp://127.0.0.1:8001"), "ftp://", "expected http://"},
       {"bad_port", Edit("http://127.0.0.1:8001", "http://127.0.0.1:80x1"), "80x1", "bad host or port"},
-      {"https_replica", Edit("http://127.0.0.1:8001", "https://127.0.0.1:8001"), "https://127.0.0.1:8001",
-       "replicas must be http://"},
+      {"ca_file_on_http", Edit("url = \"http://127.0.0.1:8001\"", "url = \"http://127.0.0.1:8001\"\nca_file = \"/etc/hostname\""),
+       "ca_file", "only for https:// URLs"},
+      {"ca_file_unreadable", Edit("url = \"https://api.openai.com/v1\"", "url = \"https://api.openai.com/v1\"\nca_file = \"/nonexistent/ca.pem\""),
+       "ca_file", "cannot be read"},
       {"literal_api_key", Edit("api_key_env = \"OPENAI_KEY\"", "api_key = \"sk-123\""), "api_key =",
        "api_key must not be in the file"},
       {"duplicate_version", Edit("version = \"v2\"\ntraffic", "version = \"v1\"\ntraffic"), "version = \"v1\"\ntraffic",
@@ -202,6 +207,21 @@ TEST(GatewayConfigTest, SplitPinnedSeparatesVersion) {
   EXPECT_EQ(SplitPinned("m@v2").first, "m");
   EXPECT_EQ(SplitPinned("m@v2").second, "v2");
   EXPECT_EQ(SplitPinned("m").second, "");
+}
+
+TEST(GatewayConfigTest, HttpsReplicasAndUpstreamsTakeACaFile) {
+  const std::string ca = (std::filesystem::temp_directory_path() / "pagoda_cfg_test_ca.pem").string();
+  std::ofstream(ca) << "not checked here: read by the TLS client\n";
+  auto c = ParseGatewayConfig("[[models]]\nname = \"m\"\n[[models.deployments]]\nversion = \"v1\"\n"
+                              "[[models.deployments.replicas]]\nurl = \"https://gpu-a.internal:8443\"\nca_file = \"" +
+                              ca + "\"\n[[upstreams]]\nname = \"u\"\nurl = \"https://api.example.com/v1\"\n");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const ReplicaConfig& r = c->models[0].deployments[0].replicas[0];
+  EXPECT_EQ(r.endpoint.scheme, "https");
+  EXPECT_EQ(r.endpoint.port, 8443);
+  EXPECT_EQ(r.ca_file, ca);
+  EXPECT_EQ(c->upstreams[0].ca_file, "");  // the system store
+  std::filesystem::remove(ca);
 }
 
 }  // namespace

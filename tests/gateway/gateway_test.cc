@@ -143,8 +143,8 @@ class GatewayTest : public ::testing::Test {
              ("pagoda_gw_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++) + ".toml"))
                 .string();
     Write("[gateway]\nadmin_key_env = \"GW_TEST_ADMIN\"\nfirst_byte_timeout_ms = 500\n"
-          "request_deadline_ms = 3000\neject_after_failures = 1\ncircuit_open_ms = 60000\n" +
-          gateway_table + body);
+          "request_deadline_ms = " + std::to_string(deadline_ms_) +
+          "\neject_after_failures = 1\ncircuit_open_ms = 60000\n" + gateway_table + body);
     GatewayOptions o;
     o.config_path = path_;
     o.listen_override = "127.0.0.1:0";
@@ -209,6 +209,7 @@ class GatewayTest : public ::testing::Test {
 
   std::string path_;
   int counter_ = 0;
+  int64_t deadline_ms_ = 3000;  // request_deadline_ms
   std::unique_ptr<Gateway> gw_;
   std::unique_ptr<http::Client> client_;
 };
@@ -485,6 +486,114 @@ TEST_F(GatewayTest, CountsPredictedAndReportedCachedTokensFromBodiesAndStreams) 
             std::string::npos);
   EXPECT_NE(m.find("pagoda_gateway_predicted_cached_tokens_total{replica=\"s-0\",deployment=\"s@v1\"} 0\n"),
             std::string::npos);
+}
+
+TEST_F(GatewayTest, RelaysSseEventsAsTheUpstreamFramedThem) {
+  // Fields other than data: (event:, id:, retry:, unknown ones) and comment
+  // lines reach the client unchanged and in order; the reference is the
+  // upstream's own bytes.
+  const std::string events =
+      ": upstream says hello\n\n"
+      "event: delta\nid: 1\ndata: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n"
+      "retry: 3000\nid: 2\n: a comment inside an event\ndata: line one\ndata: line two\nx-custom: kept\n\n"
+      "data: [DONE]\n\n";
+  RawUpstream up([&](int fd) {
+    Send(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" + events);
+  });
+  StartGateway(ModelToml("m", {up.url()}, "least_loaded"));
+  auto r = client_->Send("POST", "/v1/chat/completions", R"({"model":"m","stream":true,"messages":[]})");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, events);
+}
+
+// Streams `events` SSE events of ~1 KiB ("data: {"i":N,"pad":"..."}") as fast
+// as its server takes them; its server's queued bytes show how far it ran ahead.
+class FloodUpstream {
+ public:
+  explicit FloodUpstream(int events) {
+    http::Router r;
+    r.Add("POST", "/v1/chat/completions",
+          http::Handler([events](const http::Request&, std::shared_ptr<http::ResponseWriter> w) {
+            std::thread([w, events] {
+              for (int i = 0; i < events && w->SendSse(Event(i)); ++i) {
+              }
+              w->EndSse();
+            }).detach();
+          }));
+    server_ = std::make_unique<http::Server>(http::ServerOptions{}, std::move(r));
+    EXPECT_TRUE(server_->Start().ok());
+  }
+  ~FloodUpstream() { server_->Shutdown(1s); }
+  static std::string Event(int i) { return "{\"i\":" + std::to_string(i) + ",\"pad\":\"" + std::string(1000, 'p') + "\"}"; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+  uint64_t queued_bytes() const { return server_->stats().queued_bytes; }
+
+ private:
+  std::unique_ptr<http::Server> server_;
+};
+
+// The HTTP/1.1 chunked body of `raw` (a whole response), de-chunked.
+std::string Dechunk(const std::string& raw) {
+  size_t pos = raw.find("\r\n\r\n");
+  if (pos == std::string::npos) return "<no header end>";
+  pos += 4;
+  std::string out;
+  for (;;) {
+    const size_t eol = raw.find("\r\n", pos);
+    if (eol == std::string::npos) return out + "<truncated>";
+    const size_t n = std::stoul(raw.substr(pos, eol - pos), nullptr, 16);
+    if (n == 0) return out;
+    out.append(raw, eol + 2, n);
+    pos = eol + 2 + n + 2;
+  }
+}
+
+TEST_F(GatewayTest, SlowClientHoldsTheUpstreamBackInsteadOfQueueingItsStream) {
+  constexpr int kEvents = 64 * 1024;  // ~64 MiB of SSE
+  FloodUpstream up(kEvents);
+  deadline_ms_ = 60'000;
+  StartGateway(ModelToml("m", {up.url()}, "least_loaded"));
+  // A client with a small receive buffer that sends its request, then does
+  // not read for a while.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int rcvbuf = 64 << 10;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(gw_->port());
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  const std::string body = R"({"model":"m","stream":true,"messages":[]})";
+  Send(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nConnection: close\r\n"
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  uint64_t gateway_max = 0, upstream_max = 0;
+  for (auto until = std::chrono::steady_clock::now() + 1500ms; std::chrono::steady_clock::now() < until;) {
+    gateway_max = std::max(gateway_max, gw_->server_stats().queued_bytes);
+    upstream_max = std::max(upstream_max, up.queued_bytes());
+    std::this_thread::sleep_for(5ms);
+  }
+  // The gateway keeps about 1 MiB (plus one read) for this client; the rest
+  // waits in the upstream, which the gateway stopped reading.
+  EXPECT_LT(gateway_max, uint64_t{2} << 20);
+  EXPECT_GT(upstream_max, uint64_t{32} << 20);
+  // Now the client reads everything, intact and in order.
+  timeval tv{30, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string raw;
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+    if (n <= 0) break;
+    raw.append(buf.data(), static_cast<size_t>(n));
+  }
+  ::close(fd);
+  std::string want;
+  for (int i = 0; i < kEvents; ++i) want += "data: " + FloodUpstream::Event(i) + "\n\n";
+  const std::string got = Dechunk(raw);
+  EXPECT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want) << "the stream differs from what the upstream sent";
+  EXPECT_EQ(gw_->server_stats().queued_bytes, 0u);
 }
 
 }  // namespace
