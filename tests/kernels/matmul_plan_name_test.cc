@@ -61,6 +61,8 @@ TEST_F(PlanNameTest, Avx2GemvForDecodePanelForBatches) {
   EXPECT_STREQ(PlanName(DType::kQ4_K, 512, false), "avx2/int8-panel");
   EXPECT_STREQ(PlanName(DType::kQ6_K, 16, false), "avx2/int8-panel");
   EXPECT_STREQ(PlanName(DType::kQ5_K, 4, false), "avx2/int8-fused-gemv");
+  EXPECT_STREQ(PlanName(DType::kQ4_K, 8, false), "avx2/int8-fused-gemv");
+  EXPECT_STREQ(PlanName(DType::kQ6_K, 4, false), "avx2/int8-panel");
   EXPECT_STREQ(PlanName(DType::kF16, 1, false), "avx2/wide-gemv");
   EXPECT_STREQ(PlanName(DType::kF16, 512, false), "avx2/dequant-f32-gemm");
   SetBatchPathForTesting(BatchPath::kLegacy);
