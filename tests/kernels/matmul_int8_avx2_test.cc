@@ -68,7 +68,9 @@ class MatMulInt8Avx2Test : public ::testing::TestWithParam<PanelParam> {};
 TEST_P(MatMulInt8Avx2Test, PanelMatchesReference) {
   if (!HasAvx2()) GTEST_SKIP() << "no AVX2";
   const auto [type, path, n_tokens, n_out] = GetParam();
-  const int64_t n_in = 224;  // 7 blocks
+  // 7 blocks; K-quants: 3 super-blocks (the per-32 bound holds for them too:
+  // their panel rounds activations per 32-block).
+  const int64_t n_in = GetDTypeInfo(type).block_size == 256 ? 768 : 224;
   std::vector<uint8_t> storage;
   const TensorView w = MakeWeight(type, n_out, n_in, 77, storage);
   const std::vector<float> x = RandomActs(n_tokens, n_in, static_cast<uint32_t>(n_tokens));
@@ -95,7 +97,8 @@ std::string PanelParamName(const ::testing::TestParamInfo<PanelParam>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PanelTypes, MatMulInt8Avx2Test,
-                         ::testing::Combine(::testing::Values(DType::kQ4_0, DType::kQ8_0, DType::kQ4_1, DType::kQ5_0),
+                         ::testing::Combine(::testing::Values(DType::kQ4_0, DType::kQ8_0, DType::kQ4_1, DType::kQ5_0,
+                                                              DType::kQ4_K, DType::kQ5_K, DType::kQ6_K),
                                             ::testing::Values(BatchPath::kPanel, BatchPath::kGemv),
                                             ::testing::ValuesIn(TokenCounts()), ::testing::Values<int64_t>(5, 37, 100)),
                          PanelParamName);
@@ -107,9 +110,10 @@ TEST(MatMulInt8Avx2Test, FusedKernelMatchesPanelBitwise) {
   if (!HasAvx2()) GTEST_SKIP() << "no AVX2";
   ThreadPool pool(2);
   IsaGuard isa(Isa::kAvx2);
-  for (const DType type : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_1, DType::kQ5_0}) {
+  for (const DType type : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_1, DType::kQ5_0, DType::kQ4_K, DType::kQ5_K,
+                           DType::kQ6_K}) {
     for (const int64_t n_out : {3, 8, 37, 100}) {
-      const int64_t n_in = 320;
+      const int64_t n_in = GetDTypeInfo(type).block_size == 256 ? 512 : 320;
       std::vector<uint8_t> storage;
       const TensorView w = MakeWeight(type, n_out, n_in, 21, storage);
       for (const int64_t n_tokens : {1, 2, 3, 4, 5, 8, 13, 33, 64}) {

@@ -57,12 +57,18 @@ TEST_F(PlanNameTest, Avx2GemvForDecodePanelForBatches) {
   EXPECT_STREQ(PlanName(DType::kQ4_0, 512, true), "avx2/packed-panel");
   EXPECT_STREQ(PlanName(DType::kQ8_0, 16, true), "avx2/packed-gemv");
   EXPECT_STREQ(PlanName(DType::kQ8_0, 32, true), "avx2/packed-panel");
-  EXPECT_STREQ(PlanName(DType::kQ4_K, 512, false), "avx2/q8k-gemv");
+  EXPECT_STREQ(PlanName(DType::kQ4_K, 1, false), "avx2/int8-fused-gemv");
+  EXPECT_STREQ(PlanName(DType::kQ4_K, 512, false), "avx2/int8-panel");
+  EXPECT_STREQ(PlanName(DType::kQ6_K, 16, false), "avx2/int8-panel");
+  EXPECT_STREQ(PlanName(DType::kQ5_K, 4, false), "avx2/int8-fused-gemv");
+  EXPECT_STREQ(PlanName(DType::kQ4_K, 8, false), "avx2/int8-fused-gemv");
+  EXPECT_STREQ(PlanName(DType::kQ6_K, 4, false), "avx2/int8-panel");
   EXPECT_STREQ(PlanName(DType::kF16, 1, false), "avx2/wide-gemv");
   EXPECT_STREQ(PlanName(DType::kF16, 512, false), "avx2/dequant-f32-gemm");
   SetBatchPathForTesting(BatchPath::kLegacy);
   EXPECT_STREQ(PlanName(DType::kQ8_0, 1, false), "avx2/q8-gemv");
   EXPECT_STREQ(PlanName(DType::kQ8_0, 512, false), "avx2/dequant-f32-gemm");
+  EXPECT_STREQ(PlanName(DType::kQ4_K, 1, false), "avx2/q8k-gemv");
 }
 
 TEST_F(PlanNameTest, Avx512PackedQ4_0AndOverrides) {

@@ -8,9 +8,10 @@
 //    of the same arithmetic for small batches. 1.0-1.3x the old Q8 GEMV at
 //    1 token, 1.4-4x the f32 GEMM from 8 tokens (docs/PERFORMANCE.md, "AVX2
 //    int8 panel"). Error: activation rounding, |dx| <= amax_blk / 254.
-//  * Q4_K/Q5_K/Q6_K: the int8 GEMV of matmul_kquant_avx2.cc for every
-//    n_tokens (faster than the f32 GEMM at every batch size measured;
-//    per-output arithmetic independent of the token tile).
+//  * Q4_K/Q5_K/Q6_K: the same int8 panel and fused kernel pair
+//    (matmul_int8_kquant_avx2.cc; sub-block scales and mins per 32 (Q6_K:
+//    per 16, in the integer sum)). The q8k GEMV of matmul_kquant_avx2.cc
+//    (per-256 activations, its own f32 order) is kept for kLegacy.
 //  * F32/F16/BF16: weights widened to f32, f32 FMA, in the wide plans
 //    below kGemmMinTokens and the f32 GEMM from it; both run WideKernel on
 //    the same f32 weight values (widened here, or dequantized exactly into
@@ -273,10 +274,8 @@ const Plan* Avx2Plan(DType type, int64_t n_tokens, BatchPath path) {
   if (path == BatchPath::kAuto || path == BatchPath::kPanel || path == BatchPath::kGemv) {
     if (const Plan* p = Avx2Int8PanelPlan(type, n_tokens, path)) return p;
   }
-  // kLegacy: the choice before the int8 panel (Q8 GEMV below 8 tokens, the
-  // f32 GEMM from 8). kAuto (and kPanel, kGemv) reach here only for the
-  // K-quants, whose int8 GEMV is faster than the f32 GEMM at every batch
-  // size measured (1.1-7.8x at 8..512 tokens) and does not depend on it.
+  // kLegacy: the choice before the int8 panels (Q8 / q8k GEMV below 8
+  // tokens, the f32 GEMM from 8); kGemm: the f32 GEMM.
   const bool gemm = path == BatchPath::kGemm || (path == BatchPath::kLegacy && n_tokens >= kGemmMinTokens);
   switch (type) {
     case DType::kF32: return wide_gemm ? &kGemmF32 : &kWideF32;

@@ -46,12 +46,15 @@ const Plan* Avx2KQuantDecodePlan(DType type);
 // Batched int8 panel plans ("small GEMM", matmul_int8_avx512.cc) for
 // Q4_0/Q4_1/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K; null for other types.
 const Plan* Avx512Int8PanelPlan(DType type);
-// The AVX2 twin (matmul_int8_avx2.cc): Q4_0/Q4_1/Q5_0/Q8_0; null for other
-// types. The panel (kAuto from a per-type n_tokens, kPanel always) or a
+// The AVX2 twin (matmul_int8_avx2.cc): Q4_0/Q4_1/Q5_0/Q8_0, and through
+// Avx2KQuantPanelPlan Q4_K/Q5_K/Q6_K; null for other types. The panel (kAuto from a per-type n_tokens, kPanel always) or a
 // fused kernel reading the weight rows directly (kAuto below it, kGemv
 // always), with the same arithmetic: results do not depend on n_tokens or
 // the path, bitwise. Only for kAuto, kPanel and kGemv.
 const Plan* Avx2Int8PanelPlan(DType type, int64_t n_tokens, BatchPath path);
+// Q4_K/Q5_K/Q6_K (matmul_int8_kquant_avx2.cc), the same contract: the
+// per-call panel or a fused kernel of the same arithmetic; null otherwise.
+const Plan* Avx2KQuantPanelPlan(DType type, int64_t n_tokens, BatchPath path);
 
 // Pre-packed weights (packed_weights.h), AVX-512 VNNI, Q4_0 only for now:
 // the whole matrix repacked once into the panel kernel's groups of 16 rows.

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu/kquant_scales.h"
 #include "kernels/cpu/matmul_internal.h"
 #include "tensor/blocks.h"
 
@@ -69,18 +70,6 @@ inline float ActD(const uint8_t* a) {
   float d;
   std::memcpy(&d, a + kDOff, sizeof(d));
   return d;
-}
-
-// Q4_K/Q5_K 6-bit scales and mins: sc[0..7] and m[0..7] as 8 bytes each.
-inline void ScalesMinsK4(const uint8_t* s, uint64_t* sc, uint64_t* m) {
-  uint32_t w0, w1, w2;
-  std::memcpy(&w0, s, 4);
-  std::memcpy(&w1, s + 4, 4);
-  std::memcpy(&w2, s + 8, 4);
-  const uint32_t sc_hi = (w2 & 0x0f0f0f0f) | ((w0 >> 2) & 0x30303030);
-  const uint32_t m_hi = ((w2 >> 4) & 0x0f0f0f0f) | ((w1 >> 2) & 0x30303030);
-  *sc = (w0 & 0x3f3f3f3f) | (static_cast<uint64_t>(sc_hi) << 32);
-  *m = (w1 & 0x3f3f3f3f) | (static_cast<uint64_t>(m_hi) << 32);
 }
 
 // Q4_K and Q5_K: x = d*sc_j*q - dmin*m_j over sub-blocks j of 32. Chunk c
