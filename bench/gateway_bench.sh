@@ -16,7 +16,9 @@
 #      THINK_MS (1500), TRACE_FLAGS (e.g. "--turns 6 --apps 4"), REPLICA_THREADS (1), BASE_PORT (18300),
 #      OVERHEAD (1), RPS (100), STREAMS (1000), KV_MEMORY (256MiB per replica:
 #      32K tokens of this model, room for the sessions a cache-aware router
-#      sends each replica but not for all of them)
+#      sends each replica but not for all of them), TARGETS ("cache_aware
+#      round_robin nginx"), DECODE_LOAD_WEIGHT (0.1, cache_aware's
+#      decode_load_weight)
 # Needs nginx (scripts/setup --bench installs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +59,7 @@ write_config() {  # policy
   {
     printf '[gateway]\nlisten = "127.0.0.1:%d"\nadmin_key_env = "PAGODA_GW_BENCH_KEY"\n\n' $((base + 30))
     printf '[[models]]\nname = "gw"\npolicy = "%s"\ntokenizer_gguf = "%s"\nblock_size = 16\n' "$1" "$model"
+    printf 'decode_load_weight = %s\n' "${DECODE_LOAD_WEIGHT:-0.1}"
     printf '[[models.deployments]]\nversion = "v1"\n'
     for i in 0 1 2 3; do
       printf '[[models.deployments.replicas]]\nurl = "http://127.0.0.1:%d"\nname = "r%d"\n' $((base + i)) "$i"
@@ -89,7 +92,7 @@ export PAGODA_GW_BENCH_KEY=bench
 echo "$(date -u '+%F %T') UTC; $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)" | tee "$out/meta.txt"
 : >"$out/results.jsonl"
 for rep in $(seq "$reps"); do
-  for target in cache_aware round_robin nginx; do
+  for target in ${TARGETS:-cache_aware round_robin nginx}; do
     start_replicas
     if [ "$target" = nginx ]; then
       write_nginx

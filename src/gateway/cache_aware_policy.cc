@@ -117,7 +117,8 @@ RouteChoice CacheAwarePolicy::Pick(const RouteInput& input, std::span<const Repl
     s[i].matched = std::min(held, usable);
     const double to_compute = static_cast<double>(p.units - static_cast<int64_t>(s[i].matched) * p.block_units) /
                               static_cast<double>(p.block_units);
-    s[i].cost = to_compute * options_.overlap_weight * c[i].weight + static_cast<double>(c[i].active_blocks);
+    s[i].cost = to_compute * options_.overlap_weight * c[i].weight +
+                static_cast<double>(c[i].active_blocks) * options_.decode_block_weight;
     // Ties (idle replicas, a prefix held nowhere) go by rendezvous on the
     // whole prompt: new prefixes spread over the pool instead of piling on
     // one replica, and one prompt always ties the same way.

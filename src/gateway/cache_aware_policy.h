@@ -1,6 +1,6 @@
 // CacheAwarePolicy: the default routing policy. Each candidate's cost is
 //   (prompt blocks it would compute) x overlap_weight x its weight
-//   + its decode load (active_blocks),
+//   + its decode load (active_blocks) x decode_block_weight,
 // Dynamo's KV router cost; the cheapest wins, ties go to fewer active
 // requests, then to the lower rendezvous hash of (id, the prompt's last
 // block hash): stable across processes, and new prefixes spread over idle
@@ -44,6 +44,13 @@ struct CacheAwareOptions {
   // Cost of one prompt block to compute, in decode blocks (Dynamo's
   // overlap_score_weight; 1.0 there too). Higher favours locality over load.
   double overlap_weight = 1.0;
+  // Cost of one KV block held by a running request, in prompt blocks. 1.0 is
+  // Dynamo's cost; on CPU replicas a held block slows a decode step far less
+  // than computing a prompt block costs, and with long agentic histories
+  // (hundreds of blocks per running request) 1.0 moves a session off the
+  // replica holding its prefix whenever another session runs there
+  // (docs/GATEWAY_ROUTING.md, "Load weight"). Config: decode_load_weight.
+  double decode_block_weight = 1.0;
   // Imbalance test over active requests; SGLang's defaults are 64 and 1.5,
   // sized for GPU servers running hundreds of sequences; 16 suits replicas
   // that run tens.

@@ -247,6 +247,9 @@ void ParseModel(TableReader& r, ModelConfig* m, std::set<std::string>* replica_i
   r.String("served_model_name", &m->served_model_name);
   r.String("tokenizer_gguf", &m->tokenizer_gguf);
   r.Int("block_size", &m->block_size, 1, 4096);
+  if (r.Number("decode_load_weight", &m->decode_load_weight) && m->decode_load_weight < 0) {
+    r.Fail(r.LineOf(*r.Get("decode_load_weight")), "decode_load_weight must be >= 0");
+  }
   const bool has_current = r.String("current_version", &m->current_version);
   std::set<std::string> versions;
   for (const toml::table* dt : r.Tables("deployments")) {

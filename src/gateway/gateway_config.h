@@ -51,6 +51,9 @@ struct ModelConfig {
   std::string served_model_name;  // the `model` the replicas expect (default: name)
   std::string tokenizer_gguf;  // optional, for cache_aware
   int block_size = 16;
+  // cache_aware: what one KV block held by a running request costs, in
+  // prompt blocks to compute (CacheAwareOptions::decode_block_weight).
+  double decode_load_weight = 1.0;
   std::vector<DeploymentConfig> deployments;
 };
 

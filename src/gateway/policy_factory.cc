@@ -12,13 +12,14 @@ namespace pagoda::gateway {
 
 Result<std::unique_ptr<RoutingPolicy>> MakePolicy(std::string_view name, const ModelConfig& model,
                                                   std::shared_ptr<const KvIndex> index) {
-  (void)model;  // the block size reaches the policy per request (RouteInput)
   if (name == "least_loaded") return std::unique_ptr<RoutingPolicy>(std::make_unique<LeastLoadedPolicy>());
   if (name == "power_of_two") return std::unique_ptr<RoutingPolicy>(std::make_unique<PowerOfTwoPolicy>());
   if (name == "round_robin") return std::unique_ptr<RoutingPolicy>(std::make_unique<RoundRobinPolicy>());
   if (name == "session") return std::unique_ptr<RoutingPolicy>(std::make_unique<SessionPolicy>());
   if (name == "cache_aware") {
-    return std::unique_ptr<RoutingPolicy>(CacheAwarePolicy::Sharing(std::move(index)));
+    CacheAwareOptions options;
+    options.decode_block_weight = model.decode_load_weight;
+    return std::unique_ptr<RoutingPolicy>(CacheAwarePolicy::Sharing(std::move(index), std::move(options)));
   }
   return InvalidArgument("unknown routing policy '" + std::string(name) + "'");
 }

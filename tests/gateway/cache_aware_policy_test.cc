@@ -84,6 +84,25 @@ TEST(CacheAwarePolicyTest, WeightScalesThePrefillTerm) {
   EXPECT_EQ(policy.Pick(Input(t), c).index, 0u);
 }
 
+// A session's home replica runs another long request: with Dynamo's weight
+// its held blocks outweigh the few new blocks to compute and the session
+// moves to an idle replica (a full prefill); a decode_block_weight of 0.1
+// keeps it home.
+TEST(CacheAwarePolicyTest, DecodeBlockWeightScalesTheLoadTerm) {
+  KvIndex index;
+  const auto t = Tokens(40 * kBs);
+  Store(index, "home", t, 38);
+  std::vector<ReplicaView> c = {View("home", 300), View("idle", 0)};
+  CacheAwarePolicy dynamo(&index);
+  EXPECT_EQ(dynamo.Pick(Input(t), c).index, 1u);  // 2 + 300 vs 40
+  CacheAwareOptions light;
+  light.decode_block_weight = 0.1;
+  CacheAwarePolicy local(&index, light);
+  const RouteChoice r = local.Pick(Input(t), c);  // 2 + 30 vs 40
+  EXPECT_EQ(r.index, 0u);
+  EXPECT_EQ(r.predicted_cached_tokens, 38 * kBs);
+}
+
 TEST(CacheAwarePolicyTest, PredictionNeverCoversTheLastToken) {
   KvIndex index;
   const auto t = Tokens(3 * kBs);

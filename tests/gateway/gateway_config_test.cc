@@ -148,6 +148,8 @@ std::vector<BadCase> BadCases() {
       {"duplicate_name", Edit("name = \"code-review\"", "name = \"stories\""), "name = \"stories\"\nmodel",
        "duplicate name 'stories'"},
       {"bad_kv_events", Edit("tcp://127.0.0.1:5557", "udp://x"), "udp://", "expected tcp://host:port"},
+      {"negative_decode_load_weight", Edit("policy = \"least_loaded\"", "policy = \"least_loaded\"\ndecode_load_weight = -0.5"),
+       "decode_load_weight", "decode_load_weight must be >= 0"},
   };
 }
 
