@@ -473,9 +473,17 @@ TEST_F(GatewayTest, CountsPredictedAndReportedCachedTokensFromBodiesAndStreams) 
   EXPECT_NE(s.headers.Find("x-pagoda-predicted-cached-tokens"), nullptr);
   ASSERT_EQ(events.size(), 3u);
   ASSERT_TRUE(WaitIdle());
-  auto page = client_->Send("GET", "/metrics");
-  ASSERT_TRUE(page.ok());
-  const std::string& m = page->body;
+  // The load guard is released as the stream ends, just before the
+  // exchange records its usage: wait for the stream's figures to land.
+  const std::string stream_line = "pagoda_gateway_cache_responses_with_usage_total{replica=\"s-0\",deployment=\"s@v1\"} 1\n";
+  std::string m;
+  for (int i = 0; i < 200; ++i) {
+    auto page = client_->Send("GET", "/metrics");
+    ASSERT_TRUE(page.ok());
+    m = page->body;
+    if (m.find(stream_line) != std::string::npos) break;
+    std::this_thread::sleep_for(10ms);
+  }
   EXPECT_NE(m.find("pagoda_gateway_reported_cached_tokens_total{replica=\"j-0\",deployment=\"j@v1\"} 48\n"),
             std::string::npos) << m;
   EXPECT_NE(m.find("pagoda_gateway_reported_prompt_tokens_total{replica=\"j-0\",deployment=\"j@v1\"} 70\n"),
