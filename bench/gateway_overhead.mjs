@@ -19,20 +19,13 @@
 //          [--streams 1000] [--seconds 20] [--stream-tokens 64]
 import { readFileSync } from 'node:fs';
 
-const args = {};
-for (let i = 2; i < process.argv.length; ++i) {
-  const k = process.argv[i].replace(/^--/, '');
-  const v = process.argv[i + 1];
-  if (v !== undefined && !v.startsWith('--')) { args[k] = v; ++i; } else args[k] = true;
-}
+import { parseArgs, quantile } from './bench_util.mjs';
+
+const args = parseArgs(process.argv.slice(2));
 const mode = args.mode ?? 'latency';
 const model = args.model ?? '';
 const seconds = Number(args.seconds ?? 20);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const quantile = (xs, q) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.min(s.length - 1, Math.floor(q * (s.length - 1) + 0.5))] : null;
-};
 
 async function complete(base, maxTokens, i) {
   const t0 = performance.now();

@@ -30,6 +30,8 @@
 //     tokens, tens of thousands of history).
 //   --kind chat (defaults S 300, U 60, T 6): a shorter system prompt, short turns.
 
+import { parseArgs, quantile, splitMix64 } from './bench_util.mjs';
+
 const args = parseArgs(process.argv.slice(2));
 const url = (args.url ?? 'http://127.0.0.1:8080').replace(/\/$/, '');
 const model = args.model ?? '';
@@ -46,27 +48,9 @@ const thinkMs = Number(args['think-ms'] ?? 1000);
 const rampMs = Number(args['ramp-ms'] ?? 4000);
 const sessionHeader = args['session-header'] ?? 'x-session-id';
 const label = args.label ?? '';
-let rng = BigInt(Number(args.seed ?? 1)) * 0x9e3779b97f4a7c15n + 7n;
+const nextU64 = splitMix64(BigInt(Number(args.seed ?? 1)) * 0x9e3779b97f4a7c15n + 7n);
 
-function parseArgs(argv) {
-  const out = {};
-  for (let i = 0; i < argv.length; ++i) {
-    if (!argv[i].startsWith('--')) throw new Error(`unexpected argument ${argv[i]}`);
-    const key = argv[i].slice(2);
-    if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) out[key] = argv[++i];
-    else out[key] = true;
-  }
-  return out;
-}
 
-// splitmix64
-function nextU64() {
-  rng = (rng + 0x9e3779b97f4a7c15n) & 0xffffffffffffffffn;
-  let z = rng;
-  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & 0xffffffffffffffffn;
-  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & 0xffffffffffffffffn;
-  return z ^ (z >> 31n);
-}
 const uniform = () => Number(nextU64() >> 11n) / 2 ** 53;
 
 const kWords = ('the a of to and in is it that for on with as was be by at this have from or one had ' +
@@ -163,11 +147,6 @@ async function runSession(session) {
   }
 }
 
-const quantile = (xs, q) => {
-  if (!xs.length) return null;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * (s.length - 1) + 0.5))];
-};
 
 const wall0 = performance.now();
 await Promise.all(sessions.map(runSession));

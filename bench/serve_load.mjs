@@ -17,6 +17,8 @@
 //        node bench/serve_load.mjs --url ... --prefix-test [--prefix-tokens 2000] [--suffix-tokens 8]
 //        node bench/serve_load.mjs --table < results.jsonl   (markdown tables, medians over reps)
 
+import { parseArgs, splitMix64 } from './bench_util.mjs';
+
 const args = parseArgs(process.argv.slice(2));
 const url = args.url ?? 'http://127.0.0.1:8000';
 const levels = (args.levels ?? '1,4,16,64').split(',').map(Number);
@@ -32,27 +34,9 @@ const constraint = args['json-schema']
   ? { type: 'json_schema',
       json_schema: { name: 'bench', schema: JSON.parse((await import('node:fs')).readFileSync(args['json-schema'], 'utf8')) } }
   : null;
-let rngState = BigInt(Number(args.seed ?? 1)) * 0x9e3779b97f4a7c15n + 1n;
+const nextRandom = splitMix64(BigInt(Number(args.seed ?? 1)) * 0x9e3779b97f4a7c15n + 1n);
 
-function parseArgs(argv) {
-  const out = {};
-  for (let i = 0; i < argv.length; ++i) {
-    if (!argv[i].startsWith('--')) throw new Error(`unexpected argument ${argv[i]}`);
-    const key = argv[i].slice(2);
-    if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) out[key] = argv[++i];
-    else out[key] = true;
-  }
-  return out;
-}
 
-// splitmix64: reproducible prompts without dependencies.
-function nextRandom() {
-  rngState = (rngState + 0x9e3779b97f4a7c15n) & 0xffffffffffffffffn;
-  let z = rngState;
-  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & 0xffffffffffffffffn;
-  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & 0xffffffffffffffffn;
-  return z ^ (z >> 31n);
-}
 
 // n token ids, BOS first; ids 0..2 (unk, bos, eos) and the 256 byte tokens
 // are avoided so every prompt is ordinary text.
