@@ -126,6 +126,20 @@ inline std::vector<uint8_t> PadGroup(const uint8_t* w, int64_t ws, int64_t r0, i
   return pad;
 }
 
+// A panel of rows [0, n_rows): pack_group(rows, stride, out) for each group of
+// 8 rows, group_bytes apart; a partial last group reads a PadGroup copy.
+template <class PackGroupFn>
+inline void PackGroupsOf8(const uint8_t* w, int64_t ws, int64_t n_rows, int64_t raw_row_bytes, int64_t group_bytes,
+                          void* dst, PackGroupFn pack_group) {
+  uint8_t* o = static_cast<uint8_t*>(dst);
+  int64_t r0 = 0;
+  for (; r0 + 8 <= n_rows; r0 += 8, o += group_bytes) pack_group(w + r0 * ws, ws, o);
+  if (r0 < n_rows) {
+    const std::vector<uint8_t> pad = PadGroup(w, ws, r0, n_rows, raw_row_bytes);
+    pack_group(pad.data(), raw_row_bytes, o);
+  }
+}
+
 // ---------------------------------------------------------------- compute
 
 // Stores the valid rows (rows_left - 8 g of group g, at most 8) of acc.

@@ -183,15 +183,8 @@ int64_t RawRowBytes(int64_t n_in) {
 template <DType kType>
 void PackPanel(DType, const uint8_t* w, int64_t ws, int64_t n_rows, int64_t n_in, void* dst) {
   const int64_t nb = n_in / 32;
-  const int64_t group_bytes = Layout<Traits<kType>>::RowBytes(n_in) * 8;
-  uint8_t* o = static_cast<uint8_t*>(dst);
-  int64_t r0 = 0;
-  for (; r0 + 8 <= n_rows; r0 += 8, o += group_bytes) PackGroup<kType>(w + r0 * ws, ws, nb, o);
-  if (r0 < n_rows) {
-    const int64_t rb = RawRowBytes<kType>(n_in);
-    const std::vector<uint8_t> pad = PadGroup(w, ws, r0, n_rows, rb);
-    PackGroup<kType>(pad.data(), rb, nb, o);
-  }
+  PackGroupsOf8(w, ws, n_rows, RawRowBytes<kType>(n_in), Layout<Traits<kType>>::RowBytes(n_in) * 8, dst,
+                [nb](const uint8_t* g, int64_t gs, uint8_t* o) { PackGroup<kType>(g, gs, nb, o); });
 }
 
 // ---------------------------------------------------------------- compute

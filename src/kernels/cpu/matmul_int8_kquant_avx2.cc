@@ -269,15 +269,9 @@ void PackGroupK(const uint8_t* w, int64_t ws, int64_t n_super, uint8_t* o) {
 
 template <DType kType>
 void PackPanelK(DType, const uint8_t* w, int64_t ws, int64_t n_rows, int64_t n_in, void* dst) {
-  const int64_t n_super = n_in / kQK_K, group_bytes = 8 * PanelRowBytes<kType>(n_in);
-  uint8_t* o = static_cast<uint8_t*>(dst);
-  int64_t r0 = 0;
-  for (; r0 + 8 <= n_rows; r0 += 8, o += group_bytes) PackGroupK<kType>(w + r0 * ws, ws, n_super, o);
-  if (r0 < n_rows) {
-    const int64_t rb = RawRowBytes<kType>(n_in);
-    const std::vector<uint8_t> pad = PadGroup(w, ws, r0, n_rows, rb);
-    PackGroupK<kType>(pad.data(), rb, n_super, o);
-  }
+  const int64_t n_super = n_in / kQK_K;
+  PackGroupsOf8(w, ws, n_rows, RawRowBytes<kType>(n_in), 8 * PanelRowBytes<kType>(n_in), dst,
+                [n_super](const uint8_t* g, int64_t gs, uint8_t* o) { PackGroupK<kType>(g, gs, n_super, o); });
 }
 
 // ---------------------------------------------------------------- compute
