@@ -44,9 +44,15 @@ DecoderModel::DecoderModel(std::shared_ptr<const GgufFile> file, ModelConfig con
   }
   const int n_half = static_cast<int>(config_.n_rot / 2);
   inv_freq_.resize(n_half);
-  kernels::RopeInvFreq(config_.rope_base, static_cast<int>(config_.n_rot), config_.rope_freq_scale,
-                       config_.rope_freq_factors.empty() ? nullptr : config_.rope_freq_factors.data(),
-                       inv_freq_.data());
+  if (config_.yarn.enabled) {
+    kernels::RopeYarnInvFreq(config_.rope_base, static_cast<int>(config_.n_rot), config_.rope_freq_scale,
+                             config_.yarn.n_ctx_orig, config_.yarn.beta_fast, config_.yarn.beta_slow,
+                             inv_freq_.data());
+  } else {
+    kernels::RopeInvFreq(config_.rope_base, static_cast<int>(config_.n_rot), config_.rope_freq_scale,
+                         config_.rope_freq_factors.empty() ? nullptr : config_.rope_freq_factors.data(),
+                         inv_freq_.data());
+  }
   x_ = FloatBuffer(max_tokens_ * n_embd);
   xn_ = FloatBuffer(max_tokens_ * n_embd);
   y_ = FloatBuffer(max_tokens_ * n_embd);

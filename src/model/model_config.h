@@ -13,6 +13,45 @@ namespace pagoda {
 
 class GgufFile;
 
+// Mixture-of-experts FFN hyperparameters (<arch>.expert_* keys); n_expert 0
+// means a dense model.
+struct MoeConfig {
+  enum class Gating { kSoftmax, kSigmoid };
+  int64_t n_expert = 0;         // expert_count
+  int64_t n_expert_used = 0;    // expert_used_count (top-k)
+  int64_t n_ff_exp = 0;         // expert_feed_forward_length (llama/Mixtral: feed_forward_length)
+  int64_t n_expert_shared = 0;  // expert_shared_count
+  int64_t n_ff_shexp = 0;       // shared expert width: expert_shared_feed_forward_length or n_ff_exp * n_expert_shared
+  int64_t n_leading_dense = 0;  // leading_dense_block_count: layers [0, n) keep a dense FFN
+  Gating gating = Gating::kSoftmax;  // expert_gating_func 1 softmax, 2 sigmoid
+  bool norm_w = false;          // renormalise the selected weights to sum 1
+  float w_scale = 1.0f;         // expert_weights_scale (0 read as 1)
+  int64_t n_group = 1;          // expert_group_count: group-limited routing when > 1
+  int64_t n_group_used = 1;     // expert_group_used_count
+};
+
+// Multi-head latent attention (deepseek2): q and kv pass through low-rank
+// latents; the cache keeps the normalised kv latent and the shared RoPE key.
+struct MlaConfig {
+  int64_t q_lora_rank = 0;   // attention.q_lora_rank; 0 = direct attn_q
+  int64_t kv_lora_rank = 0;  // attention.kv_lora_rank; 0 = not an MLA model
+  int64_t head_dim_nope = 0; // key part without RoPE
+  int64_t head_dim_rope = 0; // rope.dimension_count (k_pe shared by the heads)
+  int64_t head_dim_v = 0;
+  bool split_kv_b = false;   // attn_k_b / attn_v_b (since April 2025) rather than attn_kv_b
+};
+
+// YaRN RoPE scaling (rope.scaling.type "yarn"): frequencies blend between
+// interpolated and extrapolated along a ramp over the correction dims, and the
+// attention scores grow by attn_mscale^2.
+struct YarnConfig {
+  bool enabled = false;
+  int64_t n_ctx_orig = 0;    // rope.scaling.original_context_length
+  double beta_fast = 32.0;   // rope.scaling.yarn_beta_fast
+  double beta_slow = 1.0;    // rope.scaling.yarn_beta_slow
+  double attn_mscale = 1.0;  // 1 + log_mul * ln(factor); log_mul = yarn_log_multiplier or 0.1
+};
+
 struct ModelConfig {
   std::string arch;          // general.architecture, e.g. "llama"
   int64_t n_vocab = 0;       // rows of token_embd.weight
@@ -33,12 +72,29 @@ struct ModelConfig {
   bool rope_neox = false;        // pairs (i, i + n_rot/2) instead of (2i, 2i+1); set by the arch
   std::vector<float> rope_freq_factors;  // rope_freqs.weight [n_rot/2], empty if absent
 
+  YarnConfig yarn;
+
   bool tied_output = false;  // no output.weight: token_embd.weight is the LM head
+  MoeConfig moe;
+  MlaConfig mla;
+  // Blocks in the file beyond n_layer (glm4moe NextN / MTP layers): their
+  // tensors are present but the forward pass skips them.
+  int64_t n_layer_skipped = 0;
 };
 
 // Which RoPE pairing an architecture uses; the file does not say.
 struct ArchTraits {
   bool rope_neox = false;
+  // How the selected experts' weights are renormalised: per the file's
+  // expert_weights_norm, or fixed by the architecture (llama.cpp hardcodes
+  // it for llama/Mixtral and qwen3moe (on) and qwen2moe (off)).
+  enum class MoeNorm { kFromFile, kAlways, kNever } moe_norm = MoeNorm::kFromFile;
+  // The expert_gating_func used when the key is absent (DeepSeek-V2 files: softmax).
+  MoeConfig::Gating default_gating = MoeConfig::Gating::kSoftmax;
+  // deepseek2: read the MLA keys (attention.kv_lora_rank etc.).
+  bool mla = false;
+  // glm4moe: nextn_predict_layers trailing blocks are not run.
+  bool skip_nextn_layers = false;
 };
 
 // Reads and validates the hyperparameters of `file` for architecture `arch`

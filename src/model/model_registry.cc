@@ -25,6 +25,10 @@ const ArchRegistry& ArchRegistry::Builtin() {
     RegisterLlama(r);
     RegisterQwen2(r);
     RegisterQwen3(r);
+    RegisterQwen2Moe(r);
+    RegisterQwen3Moe(r);
+    RegisterDeepseek2(r);
+    RegisterGlm4Moe(r);
     return r;
   }();
   return registry;

@@ -5,6 +5,19 @@
 
 namespace pagoda {
 
+std::function<Result<std::unique_ptr<FfnLayer>>(const WeightLoader&, int, const ModelConfig&)>
+MoeFfnRecipe(MoeFfnOptions options) {
+  return [options](const WeightLoader& w, int layer,
+                   const ModelConfig& c) -> Result<std::unique_ptr<FfnLayer>> {
+    if (c.moe.n_expert == 0 || layer < c.moe.n_leading_dense) {
+      PAGODA_ASSIGN_OR_RETURN(auto f, DenseFfn::Load(w, layer, c));
+      return std::unique_ptr<FfnLayer>(std::move(f));
+    }
+    PAGODA_ASSIGN_OR_RETURN(auto f, MoeFfn::Load(w, layer, c, options));
+    return std::unique_ptr<FfnLayer>(std::move(f));
+  };
+}
+
 Result<std::unique_ptr<Model>> LoadStandardDecoder(std::shared_ptr<const GgufFile> file,
                                                    const std::string& arch,
                                                    const StandardDecoderRecipe& recipe,
@@ -25,8 +38,12 @@ Result<std::unique_ptr<Model>> LoadStandardDecoder(std::shared_ptr<const GgufFil
   for (int l = 0; l < config.n_layer; ++l) {
     DecoderBlock b;
     PAGODA_ASSIGN_OR_RETURN(b.attn_norm, w.Vector(WeightLoader::LayerName(l, "attn_norm.weight"), config.n_embd));
-    PAGODA_ASSIGN_OR_RETURN(b.attn, GqaAttention::Load(w, l, config, recipe.attention));
-    PAGODA_ASSIGN_OR_RETURN(b.ffn_norm, w.Vector(WeightLoader::LayerName(l, "ffn_norm.weight"), config.n_embd));
+    if (recipe.attention_layer) {
+      PAGODA_ASSIGN_OR_RETURN(b.attn, recipe.attention_layer(w, l, config));
+    } else {
+      PAGODA_ASSIGN_OR_RETURN(b.attn, GqaAttention::Load(w, l, config, recipe.attention));
+    }
+    PAGODA_ASSIGN_OR_RETURN(b.ffn_norm, w.Vector(WeightLoader::LayerName(l, recipe.ffn_norm), config.n_embd));
     if (recipe.ffn) {
       PAGODA_ASSIGN_OR_RETURN(b.ffn, recipe.ffn(w, l, config));
     } else {

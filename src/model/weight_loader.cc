@@ -25,15 +25,42 @@ std::string WeightLoader::LayerName(int layer, const char* suffix) {
   return "blk." + std::to_string(layer) + "." + suffix;
 }
 
-Result<TensorView> WeightLoader::Shaped(const std::string& name, int64_t ne0, int64_t ne1) const {
+Result<TensorView> WeightLoader::Shaped(const std::string& name, int64_t ne0, int64_t ne1,
+                                        int64_t ne2) const {
   PAGODA_ASSIGN_OR_RETURN(TensorView t, file_.GetTensor(name));
-  if (t.ne[0] != ne0 || t.ne[1] != ne1 || t.ne[2] != 1 || t.ne[3] != 1) {
-    std::array<int64_t, 4> want = {ne0, ne1, 1, 1};
+  if (t.ne[0] != ne0 || t.ne[1] != ne1 || t.ne[2] != ne2 || t.ne[3] != 1) {
+    std::array<int64_t, 4> want = {ne0, ne1, ne2, 1};
     return InvalidArgument(file_.path() + ": tensor '" + name + "' has shape " +
                            ShapeString(t.ne, t.n_dims) + ", expected " +
-                           ShapeString(want, ne1 == 1 ? 1 : 2));
+                           ShapeString(want, ne2 != 1 ? 3 : ne1 == 1 ? 1 : 2));
   }
   return t;
+}
+
+Result<std::vector<PhasedWeight>> WeightLoader::Stacked(const std::string& name, int64_t n_in,
+                                                        int64_t n_out, int64_t n_expert, int64_t rows,
+                                                        int64_t row_begin) const {
+  if (rows == 0) rows = n_out;
+  PAGODA_ASSIGN_OR_RETURN(TensorView t, Shaped(name, n_in, rows, n_expert));
+  TensorView slice = t;
+  slice.n_dims = 2;
+  slice.ne = {n_in, n_out, 1, 1};
+  slice.nbytes = n_out * t.row_bytes();
+  Status st = kernels::CheckMatMulWeight(slice);
+  if (!st.ok()) return st.WithContext(file_.path() + ": tensor '" + name + "'");
+  std::vector<PhasedWeight> experts;
+  experts.reserve(n_expert);
+  for (int64_t e = 0; e < n_expert; ++e) {
+    slice.data = t.row(e * rows + row_begin);
+    PhasedWeight w = PhasedWeight::Shared(slice);
+    if (decode_ != nullptr) {
+      auto copy = decode_->Add(slice);
+      if (!copy.ok()) return copy.status().WithContext(file_.path() + ": tensor '" + name + "'");
+      w.by_phase[static_cast<int>(Phase::kDecode)] = *copy;
+    }
+    experts.push_back(w);
+  }
+  return experts;
 }
 
 Result<TensorView> WeightLoader::Matrix(const std::string& name, int64_t n_in, int64_t n_out) const {

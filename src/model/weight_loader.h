@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "gguf/gguf_file.h"
@@ -35,6 +36,15 @@ class WeightLoader {
   Result<PhasedWeight> Linear(const std::string& name, int64_t n_in, int64_t n_out) const;
   // As Linear, for a tensor already fetched (the LM head tied to token_embd).
   Result<PhasedWeight> Phased(const TensorView& prefill) const;
+  // The 2-D slices of a stacked tensor (GGML ne = [n_in, rows, n_slices],
+  // rows = n_out unless given): rows [row_begin, row_begin + n_out) of each
+  // slice, as one linear weight per slice. MoE experts (a merged
+  // ffn_gate_up_exps holds gate rows then up rows) and MLA's per-head
+  // attn_k_b / attn_v_b. Views into the mmap, never packed copies, so experts
+  // no step selects cost page cache rather than RAM; decode copies as Linear().
+  Result<std::vector<PhasedWeight>> Stacked(const std::string& name, int64_t n_in, int64_t n_out,
+                                           int64_t n_slices, int64_t rows = 0,
+                                           int64_t row_begin = 0) const;
   // An embedding table [n_embd, n_vocab] whose rows DequantizeRow can read.
   Result<TensorView> Embedding(const std::string& name, int64_t n_embd, int64_t n_vocab) const;
   // An F32 vector of n elements (norm weights, biases).
@@ -46,7 +56,7 @@ class WeightLoader {
   static std::string LayerName(int layer, const char* suffix);
 
  private:
-  Result<TensorView> Shaped(const std::string& name, int64_t ne0, int64_t ne1) const;
+  Result<TensorView> Shaped(const std::string& name, int64_t ne0, int64_t ne1, int64_t ne2 = 1) const;
   const GgufFile& file_;
   DecodeWeightStore* decode_ = nullptr;  // not owned; may be null
   kernels::PackedWeightStore* packed_ = nullptr;  // not owned; may be null

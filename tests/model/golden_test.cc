@@ -145,7 +145,12 @@ INSTANTIATE_TEST_SUITE_P(
                       GoldenCase{"synthetic/llama_gqa.gguf", "synthetic/llama_gqa.reference.json", 4e-3},
                       GoldenCase{"synthetic/llama_rope_scaled.gguf",
                                  "synthetic/llama_rope_scaled.reference.json", 1e-3},
-                      GoldenCase{"synthetic/qwen2.gguf", "synthetic/qwen2.reference.json", 2e-3}),
+                      GoldenCase{"synthetic/qwen2.gguf", "synthetic/qwen2.reference.json", 2e-3},
+                      GoldenCase{"synthetic/qwen2moe.gguf", "synthetic/qwen2moe.reference.json", 4e-3},
+                      GoldenCase{"synthetic/llama_moe.gguf", "synthetic/llama_moe.reference.json", 4e-3},
+                      GoldenCase{"synthetic/deepseek2.gguf", "synthetic/deepseek2.reference.json", 4e-3},
+                      GoldenCase{"synthetic/deepseek2_v3style.gguf",
+                                 "synthetic/deepseek2_v3style.reference.json", 4e-3}),
     [](const ::testing::TestParamInfo<GoldenCase>& info) {
       std::string n = info.param.file;
       n = n.substr(n.rfind('/') + 1);

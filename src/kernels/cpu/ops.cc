@@ -46,6 +46,23 @@ void RopeInvFreq(double base, int n_rot, double freq_scale, const float* freq_fa
   }
 }
 
+void RopeYarnInvFreq(double base, int n_rot, double freq_scale, int64_t n_ctx_orig, double beta_fast,
+                     double beta_slow, double* inv_freq) {
+  PAGODA_CHECK(n_rot > 0 && n_rot % 2 == 0 && base > 0.0 && n_ctx_orig > 0);
+  // ggml_rope_yarn_corr_dims: the dims whose wavelength fits beta rotations
+  // in the original context.
+  auto corr_dim = [&](double beta) {
+    return n_rot * std::log(static_cast<double>(n_ctx_orig) / (beta * 2.0 * M_PI)) / (2.0 * std::log(base));
+  };
+  const double low = std::max(0.0, std::floor(corr_dim(beta_fast)));
+  const double high = std::min(static_cast<double>(n_rot - 1), std::ceil(corr_dim(beta_slow)));
+  for (int i = 0; i < n_rot / 2; ++i) {
+    const double y = (i - low) / std::max(0.001, high - low);
+    const double mix = 1.0 - std::min(1.0, std::max(0.0, y));  // 1: extrapolate (no scaling)
+    inv_freq[i] = std::pow(base, -2.0 * i / n_rot) * (freq_scale * (1.0 - mix) + mix);
+  }
+}
+
 void RopeTables(const double* inv_freq, int n_half, const int32_t* pos, int64_t n_tokens,
                 float* cos, float* sin) {
   for (int64_t t = 0; t < n_tokens; ++t) {

@@ -32,6 +32,14 @@ void RmsNormReference(const float* x, const float* w, float eps, int64_t n_rows,
 void RopeInvFreq(double base, int n_rot, double freq_scale, const float* freq_factors,
                  double* inv_freq);
 
+// YaRN (ggml's rope_yarn with ext_factor 1): pair i's frequency is
+// base^(-2i/n_rot) * (freq_scale * (1 - mix_i) + mix_i), mix_i ramping from 1
+// to 0 between the correction dims of beta_fast and beta_slow rotations in
+// n_ctx_orig positions. The magnitude correction (mscale) is left to the
+// attention scale.
+void RopeYarnInvFreq(double base, int n_rot, double freq_scale, int64_t n_ctx_orig, double beta_fast,
+                     double beta_slow, double* inv_freq);
+
 // cos/sin tables for n_tokens positions: cos[t * n_half + i] = cos(pos[t] * inv_freq[i]).
 // Computed once per step and shared by all layers and heads.
 void RopeTables(const double* inv_freq, int n_half, const int32_t* pos, int64_t n_tokens,

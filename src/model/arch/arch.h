@@ -8,5 +8,9 @@ class ArchRegistry;
 void RegisterLlama(ArchRegistry& registry);
 void RegisterQwen2(ArchRegistry& registry);
 void RegisterQwen3(ArchRegistry& registry);
+void RegisterQwen2Moe(ArchRegistry& registry);
+void RegisterQwen3Moe(ArchRegistry& registry);
+void RegisterDeepseek2(ArchRegistry& registry);
+void RegisterGlm4Moe(ArchRegistry& registry);
 
 }  // namespace pagoda

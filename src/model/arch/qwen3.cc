@@ -14,7 +14,7 @@ void RegisterQwen3(ArchRegistry& registry) {
     recipe.traits.rope_neox = true;
     recipe.attention.qkv_bias = Presence::kAbsent;
     recipe.attention.out_bias = Presence::kAbsent;
-    recipe.attention.qk_norm = true;
+    recipe.attention.qk_norm = Presence::kRequired;
     return LoadStandardDecoder(std::move(file), "qwen3", recipe, pool, options);
   });
 }

@@ -6,12 +6,17 @@ namespace pagoda {
 
 Result<std::unique_ptr<DenseFfn>> DenseFfn::Load(const WeightLoader& w, int layer,
                                                  const ModelConfig& c) {
+  return Load(w, layer, c.n_embd, c.n_ff, "");
+}
+
+Result<std::unique_ptr<DenseFfn>> DenseFfn::Load(const WeightLoader& w, int layer, int64_t n_embd,
+                                                 int64_t n_ff, const std::string& suffix) {
   auto f = std::unique_ptr<DenseFfn>(new DenseFfn());
-  f->n_ff_ = c.n_ff;
-  auto name = [layer](const char* s) { return WeightLoader::LayerName(layer, s); };
-  PAGODA_ASSIGN_OR_RETURN(f->gate_, w.Linear(name("ffn_gate.weight"), c.n_embd, c.n_ff));
-  PAGODA_ASSIGN_OR_RETURN(f->up_, w.Linear(name("ffn_up.weight"), c.n_embd, c.n_ff));
-  PAGODA_ASSIGN_OR_RETURN(f->down_, w.Linear(name("ffn_down.weight"), c.n_ff, c.n_embd));
+  f->n_ff_ = n_ff;
+  auto name = [&](const char* s) { return WeightLoader::LayerName(layer, (s + suffix + ".weight").c_str()); };
+  PAGODA_ASSIGN_OR_RETURN(f->gate_, w.Linear(name("ffn_gate"), n_embd, n_ff));
+  PAGODA_ASSIGN_OR_RETURN(f->up_, w.Linear(name("ffn_up"), n_embd, n_ff));
+  PAGODA_ASSIGN_OR_RETURN(f->down_, w.Linear(name("ffn_down"), n_ff, n_embd));
   return f;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "model/layers/layer.h"
 #include "model/model_config.h"
@@ -15,6 +16,10 @@ class DenseFfn final : public FfnLayer {
   // Reads blk.<layer>.ffn_{gate,up,down}.weight with n_ff = config.n_ff.
   static Result<std::unique_ptr<DenseFfn>> Load(const WeightLoader& w, int layer,
                                                 const ModelConfig& config);
+  // blk.<layer>.ffn_{gate,up,down}<suffix>.weight of width n_ff (suffix
+  // "_shexp": an MoE layer's shared expert).
+  static Result<std::unique_ptr<DenseFfn>> Load(const WeightLoader& w, int layer, int64_t n_embd,
+                                                int64_t n_ff, const std::string& suffix);
 
   int64_t ScratchFloats(int64_t n_tokens) const override;
   void Forward(const ForwardContext& ctx, const float* x, float* out) const override;

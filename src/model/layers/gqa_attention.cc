@@ -38,6 +38,8 @@ Result<std::unique_ptr<GqaAttention>> GqaAttention::Load(const WeightLoader& w, 
   a->n_rot_ = static_cast<int>(c.n_rot);
   a->rope_neox_ = c.rope_neox;
   a->rms_eps_ = c.rms_eps;
+  const double mscale = c.yarn.enabled ? c.yarn.attn_mscale : 1.0;
+  a->scale_ = static_cast<float>(mscale * mscale / std::sqrt(static_cast<double>(a->head_dim_k_)));
   auto name = [layer](const char* s) { return WeightLoader::LayerName(layer, s); };
   PAGODA_ASSIGN_OR_RETURN(a->wq_, w.Linear(name("attn_q.weight"), c.n_embd, a->q_width()));
   PAGODA_ASSIGN_OR_RETURN(a->wk_, w.Linear(name("attn_k.weight"), c.n_embd, a->k_width()));
@@ -47,9 +49,11 @@ Result<std::unique_ptr<GqaAttention>> GqaAttention::Load(const WeightLoader& w, 
   PAGODA_ASSIGN_OR_RETURN(a->bk_, LoadVector(w, name("attn_k.bias"), a->k_width(), opt.qkv_bias));
   PAGODA_ASSIGN_OR_RETURN(a->bv_, LoadVector(w, name("attn_v.bias"), a->v_width(), opt.qkv_bias));
   PAGODA_ASSIGN_OR_RETURN(a->bo_, LoadVector(w, name("attn_output.bias"), c.n_embd, opt.out_bias));
-  if (opt.qk_norm) {
-    PAGODA_ASSIGN_OR_RETURN(a->q_norm_, w.Vector(name("attn_q_norm.weight"), c.head_dim_k));
-    PAGODA_ASSIGN_OR_RETURN(a->k_norm_, w.Vector(name("attn_k_norm.weight"), c.head_dim_k));
+  PAGODA_ASSIGN_OR_RETURN(a->q_norm_, LoadVector(w, name("attn_q_norm.weight"), c.head_dim_k, opt.qk_norm));
+  PAGODA_ASSIGN_OR_RETURN(a->k_norm_, LoadVector(w, name("attn_k_norm.weight"), c.head_dim_k, opt.qk_norm));
+  if ((a->q_norm_ == nullptr) != (a->k_norm_ == nullptr)) {
+    return InvalidArgument(w.file().path() + ": layer " + std::to_string(layer) +
+                           " has only one of attn_q_norm / attn_k_norm");
   }
   return a;
 }
@@ -101,7 +105,7 @@ void GqaAttention::Forward(const ForwardContext& ctx, int layer, const float* x,
   shape.n_head_kv = n_head_kv_;
   shape.head_dim_k = head_dim_k_;
   shape.head_dim_v = head_dim_v_;
-  shape.scale = 1.0f / std::sqrt(static_cast<float>(head_dim_k_));
+  shape.scale = scale_;
   kernels::Attention(shape, q, q_width(), ctx.positions, ctx.attn_seqs, ctx.n_seqs, attn, o_width(),
                      *ctx.pool);
 

@@ -18,7 +18,7 @@ enum class Presence { kAbsent, kOptional, kRequired };
 struct GqaAttentionOptions {
   Presence qkv_bias = Presence::kOptional;  // attn_{q,k,v}.bias
   Presence out_bias = Presence::kOptional;  // attn_output.bias
-  bool qk_norm = false;                     // attn_{q,k}_norm.weight [head_dim_k]
+  Presence qk_norm = Presence::kAbsent;     // attn_{q,k}_norm.weight [head_dim_k]
 };
 
 class GqaAttention final : public AttentionLayer {
@@ -45,6 +45,7 @@ class GqaAttention final : public AttentionLayer {
   int n_rot_ = 0;
   bool rope_neox_ = false;
   float rms_eps_ = 0.0f;
+  float scale_ = 0.0f;  // 1/sqrt(head_dim_k), times YaRN's mscale^2
   PhasedWeight wq_, wk_, wv_, wo_;  // [n_embd -> q/k/v width], [o width -> n_embd]
   const float* bq_ = nullptr;
   const float* bk_ = nullptr;

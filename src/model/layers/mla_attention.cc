@@ -1,0 +1,162 @@
+#include "model/layers/mla_attention.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quantize.h"
+
+namespace pagoda {
+namespace {
+
+int64_t Round16(int64_t n) { return (n + 15) / 16 * 16; }
+
+}  // namespace
+
+Result<std::unique_ptr<MlaAttention>> MlaAttention::Load(const WeightLoader& w, int layer,
+                                                         const ModelConfig& c) {
+  auto a = std::unique_ptr<MlaAttention>(new MlaAttention());
+  const MlaConfig& m = c.mla;
+  a->n_head_ = c.n_head;
+  a->q_lora_ = m.q_lora_rank;
+  a->kv_lora_ = m.kv_lora_rank;
+  a->nope_ = m.head_dim_nope;
+  a->rope_ = m.head_dim_rope;
+  a->v_dim_ = m.head_dim_v;
+  a->rms_eps_ = c.rms_eps;
+  const double mscale = c.yarn.enabled ? c.yarn.attn_mscale : 1.0;
+  a->scale_ = static_cast<float>(mscale * mscale / std::sqrt(static_cast<double>(a->qk_dim())));
+  auto name = [layer](const char* s) { return WeightLoader::LayerName(layer, s); };
+  if (a->q_lora_ > 0) {
+    PAGODA_ASSIGN_OR_RETURN(a->wq_a_, w.Linear(name("attn_q_a.weight"), c.n_embd, a->q_lora_));
+    PAGODA_ASSIGN_OR_RETURN(a->q_a_norm_, w.Vector(name("attn_q_a_norm.weight"), a->q_lora_));
+    PAGODA_ASSIGN_OR_RETURN(a->wq_b_, w.Linear(name("attn_q_b.weight"), a->q_lora_, a->q_width()));
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(a->wq_, w.Linear(name("attn_q.weight"), c.n_embd, a->q_width()));
+  }
+  PAGODA_ASSIGN_OR_RETURN(a->wkv_a_, w.Linear(name("attn_kv_a_mqa.weight"), c.n_embd, a->latent_width()));
+  PAGODA_ASSIGN_OR_RETURN(a->kv_a_norm_, w.Vector(name("attn_kv_a_norm.weight"), a->kv_lora_));
+  if (m.split_kv_b) {
+    PAGODA_ASSIGN_OR_RETURN(a->k_b_, w.Stacked(name("attn_k_b.weight"), a->nope_, a->kv_lora_, a->n_head_));
+    PAGODA_ASSIGN_OR_RETURN(a->v_b_, w.Stacked(name("attn_v_b.weight"), a->kv_lora_, a->v_dim_, a->n_head_));
+  } else {
+    // attn_kv_b [kv_lora -> n_head * (nope + v)]: per head nope rows of W_UK,
+    // then v rows of W_UV. W_UV is used in place; W_UK is transposed.
+    const std::string kv_b = name("attn_kv_b.weight");
+    const int64_t per_head = a->nope_ + a->v_dim_;
+    PAGODA_ASSIGN_OR_RETURN(TensorView t, w.Matrix(kv_b, a->kv_lora_, a->n_head_ * per_head));
+    a->k_b_owned_.resize(a->n_head_ * a->kv_lora_ * a->nope_);
+    std::vector<float> row(a->kv_lora_);
+    for (int64_t h = 0; h < a->n_head_; ++h) {
+      float* kb = a->k_b_owned_.data() + h * a->kv_lora_ * a->nope_;  // [kv_lora][nope]
+      for (int64_t i = 0; i < a->nope_; ++i) {
+        Status st = kernels::DequantizeRow(t.type, t.row(h * per_head + i), row.data(), a->kv_lora_);
+        if (!st.ok()) return st.WithContext(w.file().path() + ": tensor '" + kv_b + "'");
+        for (int64_t j = 0; j < a->kv_lora_; ++j) kb[j * a->nope_ + i] = row[j];
+      }
+      TensorView k;
+      k.name = kv_b + " (W_UK^T head " + std::to_string(h) + ")";
+      k.type = DType::kF32;
+      k.n_dims = 2;
+      k.ne = {a->nope_, a->kv_lora_, 1, 1};
+      k.data = kb;
+      k.nbytes = a->kv_lora_ * a->nope_ * static_cast<int64_t>(sizeof(float));
+      a->k_b_.push_back(PhasedWeight::Shared(k));
+      TensorView v = t;
+      v.name = kv_b + " (W_UV head " + std::to_string(h) + ")";
+      v.n_dims = 2;
+      v.ne = {a->kv_lora_, a->v_dim_, 1, 1};
+      v.data = t.row(h * per_head + a->nope_);
+      v.nbytes = a->v_dim_ * t.row_bytes();
+      v.packed = nullptr;
+      a->v_b_.push_back(PhasedWeight::Shared(v));
+    }
+  }
+  PAGODA_ASSIGN_OR_RETURN(a->wo_, w.Linear(name("attn_output.weight"), a->n_head_ * a->v_dim_, c.n_embd));
+  return a;
+}
+
+KvLayerSpec MlaAttention::kv_spec() const {
+  return KvLayerSpec{1, static_cast<int32_t>(latent_width()), 0};
+}
+
+int64_t MlaAttention::ScratchFloats(int64_t n) const {
+  return Round16(n * q_width()) + Round16(n * q_lora_) + Round16(n * latent_width()) +
+         Round16(n * n_head_ * latent_width()) + Round16(n * n_head_ * kv_lora_) +
+         Round16(n * n_head_ * v_dim_) + Round16(n * std::max(nope_, kv_lora_)) +
+         Round16(n * std::max(kv_lora_, v_dim_));
+}
+
+void MlaAttention::Forward(const ForwardContext& ctx, int layer, const float* x, float* out) const {
+  const int64_t n = ctx.n_tokens, qk = qk_dim(), lw = latent_width();
+  float* q = ctx.scratch;                               // [n, n_head, nope + rope]
+  float* qa = q + Round16(n * q_width());               // [n, q_lora]
+  float* kva = qa + Round16(n * q_lora_);               // [n, kv_lora + rope]
+  float* qabs = kva + Round16(n * lw);                  // [n, n_head, kv_lora + rope]
+  float* olat = qabs + Round16(n * n_head_ * lw);       // [n, n_head, kv_lora]
+  float* o = olat + Round16(n * n_head_ * kv_lora_);    // [n, n_head, v_dim]
+  float* gin = o + Round16(n * n_head_ * v_dim_);       // [n, max(nope, kv_lora)] one head's input
+  float* gout = gin + Round16(n * std::max(nope_, kv_lora_));  // [n, max(kv_lora, v_dim)]
+
+  if (q_lora_ > 0) {
+    const PhasedTarget first[] = {{&wq_a_, qa}, {&wkv_a_, kva}};
+    PhasedMatMulShared(first, x, ctx.runs, *ctx.pool);
+    kernels::RmsNorm(qa, q_a_norm_, rms_eps_, n, q_lora_, qa);
+    PhasedMatMul(wq_b_, qa, ctx.runs, q, *ctx.pool);
+  } else {
+    const PhasedTarget first[] = {{&wq_, q}, {&wkv_a_, kva}};
+    PhasedMatMulShared(first, x, ctx.runs, *ctx.pool);
+  }
+  for (int64_t t = 0; t < n; ++t) kernels::RmsNorm(kva + t * lw, kv_a_norm_, rms_eps_, 1, kv_lora_, kva + t * lw);
+  // RoPE on the rope part of each head of q and on the shared k_pe (GPT-J
+  // pairs: DeepSeek's weights are not permuted for NeoX).
+  kernels::Rope(q + nope_, n, q_width(), static_cast<int>(n_head_), static_cast<int>(qk),
+                static_cast<int>(rope_), false, ctx.rope_cos, ctx.rope_sin);
+  kernels::Rope(kva + kv_lora_, n, lw, 1, static_cast<int>(rope_), static_cast<int>(rope_), false,
+                ctx.rope_cos, ctx.rope_sin);
+  for (int64_t t = 0; t < n; ++t) ctx.kv->WriteK(layer, ctx.seq_ids[t], ctx.positions[t], kva + t * lw);
+
+  // Absorb W_UK into the query: qabs[t, h] = [k_b[h] q_nope[t, h] | q_pe[t, h]].
+  for (int64_t h = 0; h < n_head_; ++h) {
+    for (int64_t t = 0; t < n; ++t) std::memcpy(gin + t * nope_, q + t * q_width() + h * qk, nope_ * sizeof(float));
+    PhasedMatMul(k_b_[h], gin, ctx.runs, gout, *ctx.pool);
+    for (int64_t t = 0; t < n; ++t) {
+      float* dst = qabs + (t * n_head_ + h) * lw;
+      std::memcpy(dst, gout + t * kv_lora_, kv_lora_ * sizeof(float));
+      std::memcpy(dst + kv_lora_, q + t * q_width() + h * qk + nope_, rope_ * sizeof(float));
+    }
+  }
+  // One KV head over the latent rows; V is the latent part of the same rows.
+  for (int s = 0; s < ctx.n_seqs; ++s) {
+    kernels::KvView v = ctx.kv->View(layer, ctx.seqs[s].seq_id);
+    v.v_blocks = v.k_blocks;
+    v.v_pos_stride = v.k_pos_stride;
+    v.v_head_stride = v.k_head_stride;
+    v.v_scales = v.k_scales;
+    ctx.attn_seqs[s].kv = v;
+    ctx.attn_seqs[s].rows = ctx.seqs[s].rows;
+    ctx.attn_seqs[s].n_rows = ctx.seqs[s].n_rows;
+  }
+  kernels::AttentionShape shape;
+  shape.n_head = static_cast<int>(n_head_);
+  shape.n_head_kv = 1;
+  shape.head_dim_k = static_cast<int>(lw);
+  shape.head_dim_v = static_cast<int>(kv_lora_);
+  shape.scale = scale_;
+  kernels::Attention(shape, qabs, n_head_ * lw, ctx.positions, ctx.attn_seqs, ctx.n_seqs, olat,
+                     n_head_ * kv_lora_, *ctx.pool);
+
+  // Expand each head's latent output with W_UV.
+  for (int64_t h = 0; h < n_head_; ++h) {
+    for (int64_t t = 0; t < n; ++t) {
+      std::memcpy(gin + t * kv_lora_, olat + (t * n_head_ + h) * kv_lora_, kv_lora_ * sizeof(float));
+    }
+    PhasedMatMul(v_b_[h], gin, ctx.runs, gout, *ctx.pool);
+    for (int64_t t = 0; t < n; ++t) {
+      std::memcpy(o + (t * n_head_ + h) * v_dim_, gout + t * v_dim_, v_dim_ * sizeof(float));
+    }
+  }
+  PhasedMatMul(wo_, o, ctx.runs, out, *ctx.pool);
+}
+
+}  // namespace pagoda
