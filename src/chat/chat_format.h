@@ -8,6 +8,10 @@
 //   kLlama3     {"name": N, "parameters": {...}}, optionally after <|python_tag|>
 //   kMistral    [TOOL_CALLS][{"name": N, "arguments": {...}}, ...]
 //   kDeepSeekV3 <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>N\n```json\n{...}\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
+//   kKimiK2     <|tool_calls_section_begin|><|tool_call_begin|>functions.N:I<|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>
+//               (the id "functions.N:I" is the call's id: the template renders it back)
+//   kGlm45      <tool_call>N\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n...</tool_call>
+//               (V is a string as written, any other type as JSON; see glm_arguments.h)
 //   kGeneric    {"name": N, "arguments": {...}}  (templates without tool syntax;
 //               the tools are described in a system message instead)
 #pragma once
@@ -18,7 +22,7 @@
 
 namespace pagoda::chat {
 
-enum class ToolDialect { kGeneric, kHermes, kLlama3, kMistral, kDeepSeekV3 };
+enum class ToolDialect { kGeneric, kHermes, kLlama3, kMistral, kDeepSeekV3, kKimiK2, kGlm45 };
 
 const char* ToolDialectName(ToolDialect d);  // "generic", "hermes", ...
 

@@ -42,6 +42,12 @@ std::string CallExample(ToolDialect d) {
              "call\xe2\x96\x81" "begin\xef\xbd\x9c>function<\xef\xbd\x9ctool\xe2\x96\x81" "sep\xef\xbd\x9c><function "
              "name>\n```json\n<arguments object>\n```<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81"
              "end\xef\xbd\x9c><\xef\xbd\x9ctool\xe2\x96\x81" "calls\xe2\x96\x81" "end\xef\xbd\x9c>";
+    case ToolDialect::kKimiK2:
+      return "<|tool_calls_section_begin|><|tool_call_begin|>functions.<function name>:<call index>"
+             "<|tool_call_argument_begin|><arguments object><|tool_call_end|><|tool_calls_section_end|>";
+    case ToolDialect::kGlm45:
+      return "<tool_call><function name>\n<arg_key><argument name></arg_key>\n<arg_value><argument value>"
+             "</arg_value>\n</tool_call>";
     case ToolDialect::kGeneric: break;
   }
   return "{\"name\": <function name>, \"arguments\": <arguments object>}";

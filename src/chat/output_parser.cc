@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "chat/glm_arguments.h"
+
 namespace pagoda::chat {
 
 namespace {
@@ -19,8 +21,41 @@ constexpr std::string_view kDsCallEnd = "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe
 constexpr std::string_view kDsSep = "<\xef\xbd\x9ctool\xe2\x96\x81" "sep\xef\xbd\x9c>";
 constexpr std::string_view kDsFence = "```json\n";
 constexpr std::string_view kDsArgsEnd = "\n```";
+// Kimi K2 markers (vLLM's kimi_k2 parser also takes the singular section ones).
+constexpr std::string_view kKimiSectionBegin = "<|tool_calls_section_begin|>";
+constexpr std::string_view kKimiSectionBeginAlt = "<|tool_call_section_begin|>";
+constexpr std::string_view kKimiSectionEnd = "<|tool_calls_section_end|>";
+constexpr std::string_view kKimiSectionEndAlt = "<|tool_call_section_end|>";
+constexpr std::string_view kKimiCallBegin = "<|tool_call_begin|>";
+constexpr std::string_view kKimiArgBegin = "<|tool_call_argument_begin|>";
+constexpr std::string_view kKimiCallEnd = "<|tool_call_end|>";
+// GLM-4.5 markers (calls open with kHermesOpen and close with kHermesClose).
+constexpr std::string_view kGlmKeyOpen = "<arg_key>";
+constexpr std::string_view kGlmKeyClose = "</arg_key>";
+constexpr std::string_view kGlmValueOpen = "<arg_value>";
+constexpr std::string_view kGlmValueClose = "</arg_value>";
+// A GLM call's name longer than this without its newline is not a call.
+constexpr size_t kGlmMaxName = 256;
 
 bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// "functions.get_weather:0" -> "get_weather" (the prefix and index optional).
+std::string KimiName(std::string_view id) {
+  const size_t colon = id.rfind(':');
+  if (colon != std::string_view::npos && colon + 1 < id.size() &&
+      std::all_of(id.begin() + colon + 1, id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    id = id.substr(0, colon);
+  }
+  constexpr std::string_view kPrefix = "functions.";
+  if (id.substr(0, kPrefix.size()) == kPrefix) id.remove_prefix(kPrefix.size());
+  return std::string(id);
+}
 
 // The length of the longest suffix of `s` that is a proper prefix of a marker:
 // the bytes to hold back because a marker may be starting.
@@ -54,6 +89,11 @@ OutputParser::OutputParser(ParserOptions options) : options_(std::move(options))
       case ToolDialect::kLlama3: call_markers_ = {std::string(kPythonTag)}; break;
       case ToolDialect::kMistral: call_markers_ = {std::string(kMistralCalls)}; break;
       case ToolDialect::kDeepSeekV3: call_markers_ = {std::string(kDsCallsBegin), std::string(kDsCallBegin)}; break;
+      case ToolDialect::kKimiK2:
+        call_markers_ = {std::string(kKimiSectionBegin), std::string(kKimiSectionBeginAlt),
+                         std::string(kKimiCallBegin)};
+        break;
+      case ToolDialect::kGlm45: call_markers_ = {std::string(kHermesOpen)}; break;
       case ToolDialect::kGeneric: break;
     }
   }
@@ -87,7 +127,15 @@ api::ChatDelta OutputParser::Finish() {
     case Mode::kDsName:
     case Mode::kDsFence:
     case Mode::kDsArgs:
+    case Mode::kKimiId:
+    case Mode::kGlmName:
       if (!call_named_) EmitContent(call_raw_ + std::string(Rest()), &d);
+      break;
+    case Mode::kGlmArgs:
+    case Mode::kGlmKey:
+    case Mode::kGlmValueOpen:
+    case Mode::kGlmValue:
+      CloseGlmArguments(&d);  // the pairs read so far
       break;
     default:
       break;  // partial markers and whitespace between calls
@@ -134,10 +182,10 @@ void OutputParser::BeginCall() {
   call_named_ = false;
 }
 
-void OutputParser::EmitCallName(std::string name, api::ChatDelta* d) {
+void OutputParser::EmitCallName(std::string name, api::ChatDelta* d, std::string id) {
   const int index = static_cast<int>(message_.tool_calls.size());
   api::ToolCall call;
-  call.id = options_.make_id(index);
+  call.id = id.empty() ? options_.make_id(index) : std::move(id);
   call.name = name;
   message_.tool_calls.push_back(call);
   api::ToolCallDelta delta;
@@ -174,6 +222,7 @@ void OutputParser::AfterCall() {
     case ToolDialect::kHermes: mode_ = Mode::kHermesClose; break;
     case ToolDialect::kMistral: mode_ = Mode::kMistralNext; break;
     case ToolDialect::kDeepSeekV3: mode_ = Mode::kDsCallEnd; break;
+    case ToolDialect::kKimiK2: mode_ = Mode::kKimiCall; break;
     default: mode_ = Mode::kBetweenCalls; break;
   }
 }
@@ -290,6 +339,16 @@ bool OutputParser::Step(bool final, api::ChatDelta* d) {
         mode_ = Mode::kContent;
       }
       return true;
+    case Mode::kKimiCall:
+    case Mode::kKimiId:
+    case Mode::kKimiArgs:
+      return StepKimi(final, d);
+    case Mode::kGlmName:
+    case Mode::kGlmArgs:
+    case Mode::kGlmKey:
+    case Mode::kGlmValueOpen:
+    case Mode::kGlmValue:
+      return StepGlm(final, d);
     default:
       return StepDeepSeek(final, d);
   }
@@ -333,6 +392,14 @@ bool OutputParser::StepContent(bool final, api::ChatDelta* d) {
   } else if (marker == kDsCallBegin) {
     BeginCall();
     mode_ = Mode::kDsType;
+  } else if (marker == kKimiSectionBegin || marker == kKimiSectionBeginAlt) {
+    mode_ = Mode::kKimiCall;
+  } else if (marker == kKimiCallBegin) {
+    BeginCall();
+    mode_ = Mode::kKimiId;
+  } else if (options_.format.dialect == ToolDialect::kGlm45) {
+    BeginCall();  // <tool_call>
+    mode_ = Mode::kGlmName;
   } else {
     BeginCall();  // <tool_call>, <|python_tag|>
     mode_ = Mode::kJsonCall;
@@ -420,6 +487,156 @@ bool OutputParser::StepDeepSeek(bool final, api::ChatDelta* d) {
       const int m = Expect(kDsCallEnd, final);
       if (m == 0 || (m == -1 && Rest().empty())) return false;
       mode_ = Mode::kDsCall;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace pagoda::chat
+
+namespace pagoda::chat {
+
+bool OutputParser::StepKimi(bool final, api::ChatDelta* d) {
+  switch (mode_) {
+    case Mode::kKimiCall: {
+      SkipSpace();
+      if (Rest().empty()) return false;
+      int m = Expect(kKimiCallBegin, final);
+      if (m == 1) {
+        BeginCall();
+        kimi_args_started_ = false;
+        mode_ = Mode::kKimiId;
+        return true;
+      }
+      if (m == 0) return false;
+      for (std::string_view end : {kKimiSectionEnd, kKimiSectionEndAlt}) {
+        m = Expect(end, final);
+        if (m == 0) return false;
+        if (m == 1) {
+          mode_ = Mode::kBetweenCalls;
+          return true;
+        }
+      }
+      mode_ = Mode::kContent;
+      return true;
+    }
+    case Mode::kKimiId: {
+      const std::string_view r = Rest();
+      const size_t p = r.find(kKimiArgBegin);
+      if (p == std::string_view::npos) return false;
+      const std::string id(Trim(r.substr(0, p)));
+      call_raw_.append(r.substr(0, p + kKimiArgBegin.size()));
+      pos_ += p + kKimiArgBegin.size();
+      const std::string name = KimiName(id);
+      if (name.empty()) {
+        AbandonCall(d);
+        return true;
+      }
+      EmitCallName(name, d, id);
+      kimi_args_started_ = false;
+      mode_ = Mode::kKimiArgs;
+      return true;
+    }
+    case Mode::kKimiArgs: {
+      if (!kimi_args_started_) {
+        SkipSpace();  // vLLM strips the arguments
+        if (Rest().empty() && !final) return false;
+        kimi_args_started_ = true;
+      }
+      const std::string_view r = Rest();
+      const size_t p = r.find(kKimiCallEnd);
+      if (p != std::string_view::npos) {
+        std::string_view args = r.substr(0, p);
+        while (!args.empty() && IsSpace(args.back())) args.remove_suffix(1);
+        EmitCallArguments(args, d);
+        pos_ += p + kKimiCallEnd.size();
+        AfterCall();
+        return true;
+      }
+      size_t n = r.size() - (final ? 0 : PartialSuffix(r, {kKimiCallEnd}));
+      while (n > 0 && IsSpace(r[n - 1])) --n;  // trailing space is held: it may precede the end
+      EmitCallArguments(r.substr(0, n), d);
+      pos_ += final ? r.size() : n;
+      return false;
+    }
+    default:
+      return false;
+  }
+}
+
+void OutputParser::CloseGlmArguments(api::ChatDelta* d) {
+  EmitCallArguments(glm_pairs_ > 0 ? "}" : "{}", d);
+  glm_pairs_ = 0;
+}
+
+bool OutputParser::StepGlm(bool final, api::ChatDelta* d) {
+  switch (mode_) {
+    case Mode::kGlmName: {
+      const std::string_view r = Rest();
+      const size_t p = std::min({r.find('\n'), r.find(kGlmKeyOpen), r.find(kHermesClose)});
+      if (p == std::string_view::npos) {
+        if (r.size() <= kGlmMaxName) return false;
+        AbandonCall(d);
+        return true;
+      }
+      const std::string name(Trim(r.substr(0, p)));
+      if (name.empty()) {
+        AbandonCall(d);
+        return true;
+      }
+      const size_t used = p + (r[p] == '\n' ? 1 : 0);
+      call_raw_.append(r.substr(0, used));
+      pos_ += used;
+      EmitCallName(name, d);
+      glm_pairs_ = 0;
+      mode_ = Mode::kGlmArgs;
+      return true;
+    }
+    case Mode::kGlmArgs:
+    case Mode::kGlmValueOpen: {
+      SkipSpace();
+      if (Rest().empty()) return false;
+      const bool want_value = mode_ == Mode::kGlmValueOpen;
+      int m = Expect(want_value ? kGlmValueOpen : kGlmKeyOpen, final);
+      if (m == 0) return false;
+      if (m == 1) {
+        mode_ = want_value ? Mode::kGlmValue : Mode::kGlmKey;
+        return true;
+      }
+      m = want_value ? -1 : Expect(kHermesClose, final);
+      if (m == 0) return false;
+      CloseGlmArguments(d);
+      if (m == 1) {
+        AfterCall();
+      } else {
+        call_raw_.clear();  // a named call keeps what it read; the rest is content
+        mode_ = Mode::kContent;
+      }
+      return true;
+    }
+    case Mode::kGlmKey:
+    case Mode::kGlmValue: {
+      const bool key = mode_ == Mode::kGlmKey;
+      const std::string_view close = key ? kGlmKeyClose : kGlmValueClose;
+      const std::string_view r = Rest();
+      const size_t p = r.find(close);
+      if (p == std::string_view::npos) return false;
+      if (key) {
+        glm_key_ = std::string(Trim(r.substr(0, p)));
+        mode_ = Mode::kGlmValueOpen;
+      } else {
+        const std::string& name = message_.tool_calls.back().name;
+        const std::string json_key =
+            nlohmann::json(glm_key_).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        const auto* schema = GlmPropertySchema(options_.functions, name, glm_key_);
+        EmitCallArguments((glm_pairs_ > 0 ? ", " : "{") + json_key + ": " + GlmArgumentJson(r.substr(0, p), schema), d);
+        ++glm_pairs_;
+        mode_ = Mode::kGlmArgs;
+      }
+      call_raw_.append(r.substr(0, p + close.size()));
+      pos_ += p + close.size();
       return true;
     }
     default:

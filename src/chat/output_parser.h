@@ -26,6 +26,9 @@ struct ParserOptions {
   ChatFormat format;
   bool tools = false;           // tools are offered: recognise calls
   bool reasoning_open = false;  // the prompt opened a reasoning block (PromptOpensReasoning)
+  // The offered functions: GLM-4.5 arguments are typed by their schemas
+  // (glm_arguments.h); without them a value that parses as JSON is JSON.
+  std::vector<api::ToolFunction> functions;
   // The id of the call with this index; default "call_<index>".
   std::function<std::string(int index)> make_id;
 };
@@ -67,6 +70,14 @@ class OutputParser {
     kDsFence,        // "```json\n"
     kDsArgs,         // argument text up to "\n```"
     kDsCallEnd,      // <｜tool▁call▁end｜>
+    kKimiCall,       // Kimi: expect <|tool_call_begin|> or <|tool_calls_section_end|>
+    kKimiId,         // "functions.NAME:IDX" up to <|tool_call_argument_begin|>
+    kKimiArgs,       // argument text up to <|tool_call_end|>
+    kGlmName,        // GLM: the name up to "\n" (or <arg_key>, </tool_call>)
+    kGlmArgs,        // expect <arg_key> or </tool_call>
+    kGlmKey,         // key text up to </arg_key>
+    kGlmValueOpen,   // expect <arg_value>
+    kGlmValue,       // value text up to </arg_value>
     kBetweenCalls,   // whitespace (and ';' for JSON dialects) between calls
   };
 
@@ -75,6 +86,10 @@ class OutputParser {
   bool StepContent(bool final, api::ChatDelta* d);
   bool StepJsonCall(bool final, api::ChatDelta* d);
   bool StepDeepSeek(bool final, api::ChatDelta* d);
+  bool StepKimi(bool final, api::ChatDelta* d);
+  bool StepGlm(bool final, api::ChatDelta* d);
+  // GLM: ends the arguments object of the current call.
+  void CloseGlmArguments(api::ChatDelta* d);
   std::string_view Rest() const { return std::string_view(pending_).substr(pos_); }
   // Matches `marker` at the front of Rest(): 1 matched (consumed), 0 a partial
   // match that needs more input (unless final), -1 no match.
@@ -84,7 +99,8 @@ class OutputParser {
   void EmitContent(std::string_view s, api::ChatDelta* d);
   void EmitReasoning(std::string_view s, api::ChatDelta* d);
   void BeginCall();
-  void EmitCallName(std::string name, api::ChatDelta* d);
+  // `id`: the call's id when the model writes one (Kimi K2); else make_id.
+  void EmitCallName(std::string name, api::ChatDelta* d, std::string id = {});
   void EmitCallArguments(std::string_view args, api::ChatDelta* d);
   // A call that broke off: its text becomes content unless it was named.
   void AbandonCall(api::ChatDelta* d);
@@ -100,6 +116,9 @@ class OutputParser {
   std::string call_raw_;   // the current call's text (content if it is abandoned)
   bool call_named_ = false;
   std::string ds_name_;
+  bool kimi_args_started_ = false;
+  std::string glm_key_;
+  int glm_pairs_ = 0;
 };
 
 }  // namespace pagoda::chat

@@ -15,6 +15,8 @@ constexpr std::string_view kDsCallsEnd = "<\xef\xbd\x9ctool\xe2\x96\x81" "calls\
 constexpr std::string_view kDsCallBegin = "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "begin\xef\xbd\x9c>";
 constexpr std::string_view kDsCallEnd = "<\xef\xbd\x9ctool\xe2\x96\x81" "call\xe2\x96\x81" "end\xef\xbd\x9c>";
 constexpr std::string_view kDsSep = "<\xef\xbd\x9ctool\xe2\x96\x81" "sep\xef\xbd\x9c>";
+constexpr std::string_view kKimiSectionBegin = "<|tool_calls_section_begin|>";
+constexpr std::string_view kKimiSectionEnd = "<|tool_calls_section_end|>";
 
 // A GBNF class body character, escaped.
 std::string ClassChar(char c) {
@@ -40,11 +42,35 @@ std::string CallExpr(ToolDialect d, const std::string& name, const std::string& 
     case ToolDialect::kDeepSeekV3:
       return GbnfLiteral(std::string(kDsCallBegin) + "function" + std::string(kDsSep) + name + "\n```json\n") + " " +
              args + " " + GbnfLiteral("\n```" + std::string(kDsCallEnd));
+    case ToolDialect::kKimiK2:
+      return GbnfLiteral("<|tool_call_begin|>functions." + name + ":") + " [0-9]{1,3} " +
+             GbnfLiteral("<|tool_call_argument_begin|>") + " " + args + " " + GbnfLiteral("<|tool_call_end|>");
+    case ToolDialect::kGlm45:  // `args` is the rule of the <arg_key>/<arg_value> pairs (GlmArgsRules)
+      return GbnfLiteral("<tool_call>" + name + "\n") + " " + args + " " + GbnfLiteral("</tool_call>");
     case ToolDialect::kMistral:
     case ToolDialect::kGeneric:
       break;
   }
   return GbnfLiteral("{\"name\": " + json_name + ", \"arguments\": ") + " " + args + " " + GbnfLiteral("}");
+}
+
+// GLM-4.5 arguments as <arg_key>/<arg_value> pairs, rule `root`: the keys
+// are the schema's property names (any name when it lists none); a value is
+// any text without "</" (its type is not enforced: the parser reads it back
+// by the schema, see glm_arguments.h).
+std::string GlmArgsRules(const nlohmann::ordered_json& schema, const std::string& root) {
+  std::string keys;
+  if (schema.is_object() && schema.contains("properties") && schema["properties"].is_object()) {
+    for (const auto& [k, v] : schema["properties"].items()) keys += (keys.empty() ? "" : " | ") + GbnfLiteral(k);
+  }
+  if (keys.empty()) keys = "[^<\\n]+";
+  std::string r;
+  r += root + "-key ::= " + keys + "\n";
+  r += root + "-value ::= ([^<] | \"<\" [^/])*\n";
+  r += root + "-pair ::= " + GbnfLiteral("<arg_key>") + " " + root + "-key " + GbnfLiteral("</arg_key>\n<arg_value>") +
+       " " + root + "-value " + GbnfLiteral("</arg_value>\n") + "\n";
+  r += root + " ::= " + root + "-pair*\n";
+  return r;
 }
 
 }  // namespace
@@ -87,7 +113,8 @@ Result<std::string> ToolCallGbnf(const ChatFormat& format, const std::vector<api
     opts.root_name = root + "-args" + std::to_string(i);
     opts.strict = t.strict;
     const nlohmann::ordered_json schema = t.parameters ? *t.parameters : nlohmann::ordered_json{{"type", "object"}};
-    auto args = grammar::JsonSchemaToGbnf(schema, opts);
+    auto args = format.dialect == ToolDialect::kGlm45 ? Result<std::string>(GlmArgsRules(schema, opts.root_name))
+                                                       : grammar::JsonSchemaToGbnf(schema, opts);
     if (!args.ok()) {
       return InvalidArgument("tools[" + std::to_string(i) + "] (" + t.name +
                                      "): parameters: " + args.status().message());
@@ -117,6 +144,10 @@ Result<std::string> ToolCallGbnf(const ChatFormat& format, const std::vector<api
     case ToolDialect::kDeepSeekV3:
       rules += root + " ::= " + lead + " " + GbnfLiteral(kDsCallsBegin) + " " + calls_expr("\n") + " " +
                GbnfLiteral(kDsCallsEnd) + "\n";
+      break;
+    case ToolDialect::kKimiK2:
+      rules += root + " ::= " + lead + " " + GbnfLiteral(kKimiSectionBegin) + " " + calls_expr("") + " " +
+               GbnfLiteral(kKimiSectionEnd) + "\n";
       break;
     default:
       rules += root + " ::= " + lead + " " + calls_expr("\n") + "\n";

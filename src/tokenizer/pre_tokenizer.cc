@@ -63,6 +63,32 @@ constexpr const char* kGpt4o =
     PAGODA_CONTRACTIONS "?|"
     "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+// Kimi K2 (tokenization_kimi.py's tiktoken pat_str, which llama.cpp's
+// llama-vocab.cpp/unicode.cpp quote): GPT-4o's word alternatives with Han runs
+// taken out and split off first, newline runs after punctuation not including
+// '/'. Three spelling changes for PCRE2 (only the last can change a split,
+// and only for U+017F after an apostrophe):
+//   - tiktoken's regex is Rust's, where a bare \p{Han} is the Script property;
+//     PCRE2 reads a bare script name as Script_Extensions (which would add
+//     e.g. U+3001 and U+3002, sc=Common), so it is written \p{sc:Han};
+//   - Rust's class intersection [X&&[^\p{Han}]] (PCRE2 10.42 has none) is a
+//     negative lookahead before the class;
+//   - the case-insensitive contraction group is spelled out in ASCII as for
+//     the other families (Rust's (?i) would also take U+017F for 's').
+// llama.cpp implements this pattern by hand (unicode_regex_split_custom_kimi_k2)
+// and there merges the two case alternatives into one letter run, so
+// "getUserName" is one word there and three here (as in tiktoken): pagoda
+// follows the model's own pattern.
+#define PAGODA_NOT_HAN "(?!\\p{sc:Han})"
+constexpr const char* kKimiK2 =
+    "\\p{sc:Han}+|"
+    "[^\\r\\n\\p{L}\\p{N}]?(?:" PAGODA_NOT_HAN "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}])*"
+    "(?:" PAGODA_NOT_HAN "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}])+" PAGODA_CONTRACTIONS "?|"
+    "[^\\r\\n\\p{L}\\p{N}]?(?:" PAGODA_NOT_HAN "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}])+"
+    "(?:" PAGODA_NOT_HAN "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}])*" PAGODA_CONTRACTIONS "?|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+#undef PAGODA_NOT_HAN
+
 #undef PAGODA_CONTRACTIONS
 
 struct Family {
@@ -78,7 +104,9 @@ const std::vector<Family>& Families() {
        {"[\\p{P}\\$\\+<=>\\^~\\|]+", kGpt2, "\\p{N}+", "[0-9][0-9][0-9]"}},
       {{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral"},
        {kLlama3}, /*ignore_merges=*/true, /*add_bos=*/true},
-      {{"dbrx", "smaug-bpe"}, {kLlama3}},
+      // GLM-4 and GLM-4.5+ (llama.cpp's CHATGLM4: Llama 3's regex, but merges
+      // are not skipped and no BOS is added: the template writes [gMASK]<sop>).
+      {{"dbrx", "smaug-bpe", "glm4", "chatglm-bpe"}, {kLlama3}},
       {{"deepseek-llm"},
        {"[\r\n]", kDeepseekLlmLetters, "\\s?[!-/:-~\\x{ff01}-\\x{ff0f}\\x{ff1a}-\\x{ff5e}\\x{2018}-\\x{201f}\\x{3000}-\\x{3002}]+", "\\s+$", kCjk, "\\p{N}+"}},
       {{"deepseek-v3"}, {"\\p{N}{1,3}", "[\\x{4e00}-\\x{9fa5}\\x{3040}-\\x{309f}\\x{30a0}-\\x{30ff}]+", kDeepseek3Main}},
@@ -93,7 +121,9 @@ const std::vector<Family>& Families() {
       {{"poro-chat", "bloom", "gpt3-finnish"}, {kPoro}},
       {{"viking"}, {kPoro, "\\p{N}"}},
       {{"tekken"}, {kTekken}, /*ignore_merges=*/true, /*add_bos=*/true},
-      {{"gpt-4o", "llama4"}, {kGpt4o}},
+      // Kanana-2 ships GPT-4o's pattern (llama.cpp maps "kanana2" to GPT4O).
+      {{"gpt-4o", "llama4", "kanana2"}, {kGpt4o}},
+      {{"kimi-k2"}, {kKimiK2}},
   };
   return kFamilies;
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -33,6 +35,9 @@ std::string NpmTemplate(const std::string& model) {
 }
 
 std::string Fixture(const std::string& name) { return ReadFile(kSource / "tests/tokenizer/fixtures" / name); }
+
+// A published template from tests/data/chat_templates/.
+std::string Published(const std::string& name) { return ReadFile(kSource / "tests/data/chat_templates" / name); }
 
 TEST(ChatFormatTest, FixturesAndDefault) {
   ChatFormat f = DetectChatFormat(Fixture("llama31_tools.jinja"));
@@ -74,6 +79,43 @@ TEST(ChatFormatTest, RealTemplates) {
   f = DetectChatFormat(llama3);  // Llama 3.0: no tool syntax
   EXPECT_EQ(f.dialect, ToolDialect::kGeneric);
   EXPECT_FALSE(f.template_renders_tools);
+}
+
+TEST(ChatFormatTest, MoeModelTemplates) {
+  ChatFormat f = DetectChatFormat(Published("glm45.jinja"));
+  EXPECT_EQ(f.dialect, ToolDialect::kGlm45);  // not Hermes, although calls open with <tool_call>
+  EXPECT_TRUE(f.template_renders_tools);
+  EXPECT_TRUE(f.arguments_as_object);  // it iterates arguments.items()
+  EXPECT_EQ(f.think_open, "<think>");
+  EXPECT_EQ(f.think_close, "</think>");
+  // enable_thinking=false: the prompt ends "<think></think>", a closed block.
+  EXPECT_FALSE(PromptOpensReasoning(f, "<|assistant|>\n<think></think>"));
+
+  f = DetectChatFormat(Published("kimi_k2.jinja"));
+  EXPECT_EQ(f.dialect, ToolDialect::kKimiK2);
+  EXPECT_TRUE(f.template_renders_tools);
+  EXPECT_FALSE(f.arguments_as_object);  // a string is rendered verbatim
+  EXPECT_FALSE(f.has_reasoning());
+  const auto markers = ControlMarkers(f);
+  EXPECT_NE(std::find(markers.begin(), markers.end(), "<|tool_call_argument_begin|>"), markers.end());
+  // A template that lost its tool syntax: the vocabulary still tells.
+  EXPECT_EQ(DetectChatFormat("{{ messages[0].content }}", {"<|tool_calls_section_begin|>"}).dialect,
+            ToolDialect::kKimiK2);
+}
+
+// Kanana-2 (no published template in the tree, see tests/data/chat_templates/
+// README.md) serves with vLLM's hermes tool parser and deepseek_r1 reasoning
+// parser: a template with <tool_call> JSON calls and a prompt that may open
+// <think> itself is Hermes with reasoning.
+TEST(ChatFormatTest, KananaStyleIsHermesWithR1Reasoning) {
+  const std::string src =
+      "{%- for m in messages %}{{ m.content }}{%- if m.tool_calls %}<tool_call>\n{{ m.tool_calls[0].function | tojson }}"
+      "\n</tool_call>{%- endif %}{%- endfor %}{%- if add_generation_prompt %}<think>\n{%- endif %}"
+      "{# reasoning is cut at </think> #}";
+  const ChatFormat f = DetectChatFormat(src);
+  EXPECT_EQ(f.dialect, ToolDialect::kHermes);
+  EXPECT_TRUE(f.has_reasoning());
+  EXPECT_TRUE(PromptOpensReasoning(f, "<|assistant|>\n<think>\n"));
 }
 
 TEST(ChatFormatTest, PromptOpensReasoning) {
@@ -134,6 +176,26 @@ TEST(ChatRenderTest, ToolTurnsThroughRealTemplates) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("You can call the following functions"), std::string::npos);
+}
+
+TEST(ChatRenderTest, ToolTurnsThroughMoeModelTemplates) {
+  const std::string glm = Published("glm45.jinja");
+  std::string out = Render(glm, BuildTemplateInput(ToolConversation(), WeatherTool(), DetectChatFormat(glm)));
+  EXPECT_NE(out.find("<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("<|observation|>\n<tool_response>\n21C\n</tool_response>"), std::string::npos) << out;
+
+  const std::string kimi = Published("kimi_k2.jinja");
+  auto msgs = ToolConversation();
+  msgs[1].tool_calls[0].id = "functions.get_weather:0";
+  msgs[2].tool_call_id = "functions.get_weather:0";
+  out = Render(kimi, BuildTemplateInput(msgs, WeatherTool(), DetectChatFormat(kimi)));
+  EXPECT_NE(out.find("<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+                     "<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_end|><|tool_calls_section_end|>"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("## Return of functions.get_weather:0"), std::string::npos) << out;
 }
 
 TEST(ChatRenderTest, ArgumentsAsObjectAndGenericFolding) {

@@ -196,6 +196,95 @@ TEST(OutputParserTest, DeepSeekV3Calls) {
   EXPECT_EQ(m.tool_calls[1].arguments, "{\"q\": \"`x`\"}");
 }
 
+TEST(OutputParserTest, KimiK2CallsKeepTheirIds) {
+  const std::string text =
+      "Checking both.<|tool_calls_section_begin|>\n<|tool_call_begin|>functions.get_weather:0"
+      "<|tool_call_argument_begin|> {\"city\": \"Paris\"} <|tool_call_end|>\n<|tool_call_begin|>"
+      "functions.search:1<|tool_call_argument_begin|>{\"q\": \"<|x|>\"}<|tool_call_end|><|tool_calls_section_end|>";
+  const auto m = ParseEverySplit(Opts(ToolDialect::kKimiK2, true), text);
+  EXPECT_EQ(m.content, "Checking both.");
+  ASSERT_EQ(m.tool_calls.size(), 2u);
+  // The model's id is the call's id: the template writes it back in the
+  // history and in "## Return of <id>".
+  EXPECT_EQ(m.tool_calls[0].id, "functions.get_weather:0");
+  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(m.tool_calls[0].arguments, "{\"city\": \"Paris\"}");  // the space around it is not kept
+  EXPECT_EQ(m.tool_calls[1].id, "functions.search:1");
+  EXPECT_EQ(m.tool_calls[1].name, "search");
+  EXPECT_EQ(m.tool_calls[1].arguments, "{\"q\": \"<|x|>\"}");
+}
+
+TEST(OutputParserTest, KimiK2SingularSectionAndTextAfter) {
+  const std::string text =
+      "<|tool_call_section_begin|><|tool_call_begin|>ping:0<|tool_call_argument_begin|>{}<|tool_call_end|>"
+      "<|tool_call_section_end|>\nDone.";
+  const auto m = ParseEverySplit(Opts(ToolDialect::kKimiK2, true), text);
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].id, "ping:0");
+  EXPECT_EQ(m.tool_calls[0].name, "ping");
+  EXPECT_EQ(m.tool_calls[0].arguments, "{}");
+  EXPECT_EQ(m.content, "Done.");
+  // Without tools the markers are content.
+  EXPECT_EQ(ParseEverySplit(Opts(ToolDialect::kKimiK2, false), text).content, text);
+}
+
+TEST(OutputParserTest, Glm45CallsWithReasoning) {
+  ParserOptions o = Opts(ToolDialect::kGlm45, true, true);
+  api::ToolFunction weather;
+  weather.name = "get_weather";
+  weather.parameters = nlohmann::json::parse(
+      R"({"type": "object", "properties": {"city": {"type": "string"}, "zip": {"type": "string"},
+          "days": {"type": "integer"}, "opts": {"type": "object"}}})");
+  o.functions = {weather};
+  const std::string text =
+      "<think>Paris, 3 days.</think>\nLet me look.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n"
+      "<arg_value>Paris \"Centre\"</arg_value>\n<arg_key>zip</arg_key>\n<arg_value>75001</arg_value>\n"
+      "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n<arg_key>opts</arg_key>\n<arg_value>{\"metric\": true}"
+      "</arg_value>\n</tool_call>\n<tool_call>ping\n</tool_call>";
+  const auto m = ParseEverySplit(o, text);
+  EXPECT_EQ(m.reasoning, "Paris, 3 days.");
+  EXPECT_EQ(m.content, "Let me look.");
+  ASSERT_EQ(m.tool_calls.size(), 2u);
+  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+  // Declared strings stay strings ("75001" too); other values are JSON.
+  EXPECT_EQ(m.tool_calls[0].arguments,
+            "{\"city\": \"Paris \\\"Centre\\\"\", \"zip\": \"75001\", \"days\": 3, \"opts\": {\"metric\": true}}");
+  EXPECT_EQ(m.tool_calls[1].name, "ping");
+  EXPECT_EQ(m.tool_calls[1].arguments, "{}");
+  EXPECT_EQ(m.tool_calls[0].id, "call_0");
+}
+
+TEST(OutputParserTest, Glm45WithoutSchemasAndTruncated) {
+  // No schema: what parses as JSON is JSON, the rest a string.
+  auto m = ParseEverySplit(Opts(ToolDialect::kGlm45, true),
+                           "<tool_call>f\n<arg_key>n</arg_key>\n<arg_value>12</arg_value>\n<arg_key>s</arg_key>\n"
+                           "<arg_value>a < b</arg_value>\n</tool_call>");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].arguments, "{\"n\": 12, \"s\": \"a < b\"}");
+  // Cut off mid-value: the pairs read so far, closed.
+  m = Parse(Opts(ToolDialect::kGlm45, true),
+            {"<tool_call>f\n<arg_key>a</arg_key><arg_value>1</arg_value><arg_key>b</arg_key><arg_value>2"});
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].arguments, "{\"a\": 1}");
+  // A <tool_call> with no name line is not a call.
+  m = ParseEverySplit(Opts(ToolDialect::kGlm45, true), "x <tool_call>\n</tool_call> y");
+  EXPECT_TRUE(m.tool_calls.empty());
+}
+
+// Kanana-2: Hermes calls after DeepSeek-R1-style reasoning that the prompt
+// may already have opened.
+TEST(OutputParserTest, KananaStyleReasoningThenHermesCall) {
+  ParserOptions o = Opts(ToolDialect::kHermes, true, true);
+  o.reasoning_open = true;
+  const auto m = ParseEverySplit(
+      o, "Need the weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+         "\"\uc11c\uc6b8\"}}\n</tool_call>");
+  EXPECT_EQ(m.reasoning, "Need the weather.\n");
+  EXPECT_EQ(m.content, "");
+  ASSERT_EQ(m.tool_calls.size(), 1u);
+  EXPECT_EQ(m.tool_calls[0].arguments, "{\"city\": \"\uc11c\uc6b8\"}");
+}
+
 TEST(OutputParserTest, HoldsBackOnlyAPartialMarker) {
   OutputParser p(Opts(ToolDialect::kHermes, true));
   EXPECT_EQ(p.Push("abc <tool").content, "abc");  // and the space, until it is known not to precede a call

@@ -77,6 +77,29 @@ TEST(ToolGrammarTest, EachDialectAcceptsItsCallSyntax) {
                   "tool" + u + "sep" + e + "get_weather\n```json\n" + a + "\n```" + b + "tool" + u + "call" + u + "end" +
                   e + b + "tool" + u + "calls" + u + "end" + e,
               {{"get_weather", args}});
+  ExpectCalls(ToolDialect::kKimiK2, required, true,
+              "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>" + a +
+                  "<|tool_call_end|><|tool_call_begin|>functions.ping:1<|tool_call_argument_begin|>{}<|tool_call_end|>"
+                  "<|tool_calls_section_end|>",
+              {{"get_weather", args}, {"ping", json::object()}});
+  ExpectCalls(ToolDialect::kGlm45, required, false,
+              "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>unit</arg_key>\n"
+              "<arg_value>c</arg_value>\n</tool_call>",
+              {{"get_weather", args}});
+}
+
+TEST(ToolGrammarTest, Glm45KeysAreTheSchemasProperties) {
+  auto gbnf = ToolCallGbnf(Format(ToolDialect::kGlm45), Tools(), {api::ToolChoiceMode::kRequired, ""}, false, "c");
+  ASSERT_TRUE(gbnf.ok()) << gbnf.status().message();
+  auto g = Compile(*gbnf, "c");
+  ASSERT_TRUE(g);
+  const auto call = [](const std::string& name, const std::string& key, const std::string& value) {
+    return "<tool_call>" + name + "\n<arg_key>" + key + "</arg_key>\n<arg_value>" + value + "</arg_value>\n</tool_call>";
+  };
+  EXPECT_TRUE(grammar::Accepts(*g, call("get_weather", "city", "a <b> c")));
+  EXPECT_FALSE(grammar::Accepts(*g, call("get_weather", "town", "Paris")));
+  EXPECT_FALSE(grammar::Accepts(*g, call("get_weather", "city", "a</b")));
+  EXPECT_TRUE(grammar::Accepts(*g, call("ping", "anything", "1")));  // no properties: any key
 }
 
 TEST(ToolGrammarTest, ArgumentsFollowTheParameterSchema) {

