@@ -97,14 +97,24 @@ std::string PpBound(const LinearWeights& lw, double tps) {
 }
 
 // tg: the share of the bandwidth bound reached, the bound, and what it rests on.
+// MoE models: the bound from the active bytes per token (expert_used_count
+// experts per token) and, measured, from the union of the experts each step
+// selected (what batched decode reads).
 std::string TgBound(const LinearWeights& lw, const Model& model, const SpeedBenchOptions& opt,
-                    const std::optional<MemBandwidth>& bw, double tps) {
+                    const std::optional<MemBandwidth>& bw, const SpeedBenchResult& res, double tps) {
   if (!bw) return "-";
   const double per_tok = TgBytesPerToken(lw.decode_bytes, model.kv_cache_spec(), opt.kv_type, opt);
   const double limit = bw->bytes_per_s / per_tok;
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "%.0f %% of %.1f t/s (%.4f GB/tok at %.2f GB/s)", 100.0 * tps / limit, limit,
-                per_tok / 1e9, bw->bytes_per_s / 1e9);
+  char buf[256];
+  int n = std::snprintf(buf, sizeof buf, "%.0f %% of %.1f t/s (%.4f GB/tok%s at %.2f GB/s)", 100.0 * tps / limit,
+                        limit, per_tok / 1e9, lw.expert_decode_bytes > 0 ? " active" : "", bw->bytes_per_s / 1e9);
+  if (lw.expert_decode_bytes > 0 && res.tg_expert_bytes_per_step > 0) {
+    const double step_weights = lw.decode_bytes - lw.expert_decode_bytes + res.tg_expert_bytes_per_step;
+    const double union_tok = TgBytesPerToken(step_weights, model.kv_cache_spec(), opt.kv_type, opt);
+    const double union_limit = bw->bytes_per_s / union_tok;
+    std::snprintf(buf + n, sizeof buf - n, "; %.0f %% of %.1f t/s from the experts selected (%.4f GB/tok)",
+                  100.0 * tps / union_limit, union_limit, union_tok / 1e9);
+  }
   return buf;
 }
 
@@ -125,6 +135,9 @@ void PrintTable(const LoadedModel& loaded, const SpeedBenchOptions& opt, int thr
     }
     return s;
   };
+  if (lw.active_params < lw.total_params * 0.99) {
+    std::printf("params: %.2f B total, %.2f B active per token\n", lw.total_params / 1e9, lw.active_params / 1e9);
+  }
   std::printf("| model | arch | size | params | threads | test | t/s | samples | bound |\n");
   std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |\n");
   std::string name = loaded.file->path();
@@ -134,7 +147,7 @@ void PrintTable(const LoadedModel& loaded, const SpeedBenchOptions& opt, int thr
     std::string depth = opt.n_depth > 0 ? " @ d" + std::to_string(opt.n_depth) : "";
     if (tg && opt.n_parallel > 1) depth += " x" + std::to_string(opt.n_parallel) + " seqs";
     const double tps = Median(v);
-    const std::string bound = tg ? TgBound(lw, *loaded.model, opt, bw, tps) : PpBound(lw, tps);
+    const std::string bound = tg ? TgBound(lw, *loaded.model, opt, bw, res, tps) : PpBound(lw, tps);
     std::printf("| %s | %s | %.2f MiB | %.2f M | %d | %s%d%s | %.2f | %s | %s |\n", name.c_str(), arch.c_str(),
                 bytes / 1048576.0, params / 1e6, threads, tg ? "tg" : "pp", n, depth.c_str(), tps,
                 fmt_samples(v).c_str(), bound.c_str());

@@ -3,6 +3,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "engine/speed_bench.h"
 #include "gguf/gguf_file.h"
 
 namespace pagoda::cli {
@@ -42,6 +43,13 @@ int CmdInspect(int argc, char** argv) {
     params += static_cast<uint64_t>(t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]);
   }
   std::printf("\ntotal: %" PRIu64 " parameters, %" PRIu64 " bytes of tensor data\n", params, total);
+  const LinearWeights lw = CountLinearWeights(f);
+  if (lw.active_params < lw.total_params * 0.99) {
+    // Mixture of experts: what one token uses (expert_used_count of
+    // expert_count experts, one embedding row).
+    std::printf("active: %.0f parameters per token (%.1f %% of the total)\n", lw.active_params,
+                100.0 * lw.active_params / lw.total_params);
+  }
   return 0;
 }
 

@@ -53,14 +53,18 @@ Result<SpeedBenchResult> RunSpeedBench(Model& model, const SpeedBenchOptions& op
     PAGODA_RETURN_IF_ERROR(model.Forward(batch, *kv, logits));
     return opt.n_prompt / std::chrono::duration<double>(Clock::now() - t0).count();
   };
+  int64_t expert_bytes = 0, tg_steps = 0;
   auto run_tg = [&]() -> Result<double> {
     PAGODA_RETURN_IF_ERROR(reset());
+    const int64_t bytes0 = model.expert_bytes_read();
     auto t0 = Clock::now();
     for (int32_t i = 0; i < opt.n_gen; ++i) {
       batch.Clear();
       for (int32_t s = 0; s < n_par; ++s) batch.Add(tok(rng), opt.n_depth + i, s, true, /*is_decode=*/true);
       PAGODA_RETURN_IF_ERROR(model.Forward(batch, *kv, logits));
     }
+    expert_bytes += model.expert_bytes_read() - bytes0;
+    tg_steps += opt.n_gen;
     return static_cast<double>(n_par) * opt.n_gen / std::chrono::duration<double>(Clock::now() - t0).count();
   };
 
@@ -73,10 +77,12 @@ Result<SpeedBenchResult> RunSpeedBench(Model& model, const SpeedBenchOptions& op
   }
   if (opt.n_gen > 0) {
     PAGODA_RETURN_IF_ERROR(run_tg().status());
+    expert_bytes = tg_steps = 0;  // the warm-up does not count
     for (int r = 0; r < opt.repetitions; ++r) {
       PAGODA_ASSIGN_OR_RETURN(double tps, run_tg());
       res.tg_tokens_per_s.push_back(tps);
     }
+    res.tg_expert_bytes_per_step = tg_steps > 0 ? static_cast<double>(expert_bytes) / tg_steps : 0.0;
   }
   return res;
 }
@@ -96,6 +102,16 @@ LinearWeights CountLinearWeights(const GgufFile& file, const DecodeWeightsInfo& 
   const bool packing = kernels::WeightPackingEnabled();
   const GgufTensorInfo* first = nullptr;
   for (const GgufTensorInfo& t : file.tensors()) {
+    const double elements = static_cast<double>(t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]);
+    const bool expert = n_expert > 0 && n_used > 0 && t.name.find("_exps.") != std::string::npos;
+    const double share = expert ? n_used / n_expert : 1.0;
+    lw.total_params += elements;
+    if (t.name == "token_embd.weight") {
+      lw.active_params += t.ne[0];  // one row looked up
+      if (!has_output) lw.active_params += elements;  // and the tied LM head
+    } else {
+      lw.active_params += share * elements;
+    }
     if (t.n_dims < 2) continue;
     const bool embd = t.name == "token_embd.weight";
     if (embd && has_output) continue;
@@ -109,9 +125,9 @@ LinearWeights CountLinearWeights(const GgufFile& file, const DecodeWeightsInfo& 
     if (g == lw.groups.end()) g = lw.groups.insert(g, LinearWeights::Group{t.type, packed, head, 0, 0});
     ++g->n_tensors;
     g->bytes += t.nbytes;
-    const double share = t.n_dims >= 3 && n_expert > 0 && n_used > 0 ? n_used / n_expert : 1.0;
     lw.decode_bytes += share * static_cast<double>(t.nbytes);
-    if (!head) lw.prefill_params += share * static_cast<double>(t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3]);
+    if (expert) lw.expert_decode_bytes += share * static_cast<double>(t.nbytes);
+    if (!head) lw.prefill_params += share * elements;
   }
   if (decode.type) {
     lw.decode_type = decode.type;

@@ -31,6 +31,9 @@ struct SpeedBenchOptions {
 struct SpeedBenchResult {
   std::vector<double> pp_tokens_per_s;  // one per repetition
   std::vector<double> tg_tokens_per_s;  // aggregate over n_parallel sequences
+  // MoE models: expert weight bytes the timed tg steps read, per step (the
+  // union of the experts each step selected; Model::expert_bytes_read()).
+  double tg_expert_bytes_per_step = 0;
 };
 
 double Median(std::vector<double> v);
@@ -41,7 +44,7 @@ Result<SpeedBenchResult> RunSpeedBench(Model& model, const SpeedBenchOptions& op
 // for the bounds `pagoda bench` prints beside its figures: every tensor of two
 // or more dimensions except token_embd.weight, which is looked up, not
 // multiplied (it counts as the LM head when there is no output.weight).
-// Expert tensors ([n_in, n_out, n_expert]) count <arch>.expert_used_count /
+// Expert tensors (*_exps: [n_in, n_out, n_expert]) count <arch>.expert_used_count /
 // <arch>.expert_count of their size, what one token reads.
 struct LinearWeights {
   struct Group {
@@ -58,6 +61,9 @@ struct LinearWeights {
   double decode_bytes = 0;    // weight bytes one decode step reads, LM head included
   double prefill_params = 0;  // weights multiplied per prompt token; LM head excluded
                               // (pp computes the logits of its last token only)
+  double expert_decode_bytes = 0;  // the expert tensors' part of decode_bytes (active share)
+  double total_params = 0;    // every tensor's elements (token_embd included)
+  double active_params = 0;   // what one token uses: experts at their active share, token_embd one row
 };
 LinearWeights CountLinearWeights(const GgufFile& file, const DecodeWeightsInfo& decode = {});
 

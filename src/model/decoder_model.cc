@@ -172,6 +172,7 @@ float* DecoderModel::ForwardMicroBatch(const Batch& b, int64_t start, int64_t n,
   ctx.attn_seqs = attn_seqs_.data();
   ctx.scratch = layer_scratch_.data();
   ctx.runs = std::span<const PhaseRun>(runs_.data(), n_runs);
+  ctx.stats = &stats_;
 
   const int64_t n_out = static_cast<int64_t>(out_rows_.size());
   for (int64_t l = 0; l < config_.n_layer; ++l) {

@@ -47,6 +47,7 @@ class DecoderModel final : public Model {
   const KvCacheSpec& kv_cache_spec() const override { return kv_spec_; }
   Status Forward(const Batch& batch, KvCache& kv, std::span<float> logits) override;
   DecodeWeightsInfo decode_weights_info() const override;
+  int64_t expert_bytes_read() const override { return stats_.expert_bytes; }
 
  private:
   DecoderModel(std::shared_ptr<const GgufFile> file, ModelConfig config, DecoderWeights weights,
@@ -60,6 +61,7 @@ class DecoderModel final : public Model {
   ModelConfig config_;
   DecoderWeights w_;
   KvCacheSpec kv_spec_;
+  ForwardStats stats_;  // accumulated over every Forward
   ThreadPool& pool_;
   int64_t max_tokens_ = 0;
   std::vector<double> inv_freq_;  // [n_rot / 2]

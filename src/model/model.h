@@ -41,6 +41,10 @@ class Model {
   int64_t n_vocab() const { return config().n_vocab; }
   // The decode-weight copies held (type nullopt when none).
   virtual DecodeWeightsInfo decode_weights_info() const { return {}; }
+  // MoE expert weight bytes read by every Forward so far (each selected
+  // expert counted once per micro-batch): what batched decode of an MoE
+  // model really reads, for `pagoda bench`. 0 for dense models.
+  virtual int64_t expert_bytes_read() const { return 0; }
 
   // Runs one step: writes the K/V of every batch token into `kv` and the
   // logits of the tokens with want_logits into `logits`, row by row in batch

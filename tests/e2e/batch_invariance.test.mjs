@@ -5,11 +5,14 @@
 // and on one with --no-prefix-cache; chat requests sent at once match the
 // same requests sent one by one.
 // Usage: node batch_invariance.test.mjs <pagoda binary> <model.gguf>
+// PAGODA_E2E_KV_DTYPE (e.g. fp8_e4m3) runs servers and references with that
+// KV cache element type (the MoE / MLA registrations use it).
 import assert from 'node:assert/strict';
 import { Server, generate, makeRunner, pool, setup } from './harness.mjs';
 
 const { bin, modelPath, OpenAI } = await setup();
 const kCtx = 512;
+const kvArgs = process.env.PAGODA_E2E_KV_DTYPE ? ['--kv-cache-dtype', process.env.PAGODA_E2E_KV_DTYPE] : [];
 const { test, run } = makeRunner();
 
 // Six share a prefix of several KV blocks, so the prefix cache adopts
@@ -76,12 +79,12 @@ async function concurrentRound(server, round) {
 }
 
 test('pagoda generate gives the references', async () => {
-  refs = await pool(prompts.map(p => () => generate(bin, modelPath, p.prompt, p.n, kCtx)), 2);
+  refs = await pool(prompts.map(p => () => generate(bin, modelPath, p.prompt, p.n, kCtx, kvArgs)), 2);
   for (const [i, r] of refs.entries()) assert.ok(r.text.length > 0, `prompt ${i}: empty reference`);
 });
 
 test('prefix cache on, small steps: 16 concurrent requests match generate', async () => {
-  const server = await Server.start(bin, modelPath, OpenAI, ['--ctx-size', String(kCtx), '--max-batch-tokens', '64']);
+  const server = await Server.start(bin, modelPath, OpenAI, ['--ctx-size', String(kCtx), '--max-batch-tokens', '64', ...kvArgs]);
   try {
     // Cache the shared prefix first so the concurrent ones adopt its blocks.
     await server.client.completions.create({ prompt: shared, max_tokens: 1, temperature: 0 });
@@ -102,7 +105,7 @@ test('prefix cache on, small steps: 16 concurrent requests match generate', asyn
 });
 
 test('prefix cache off: 16 concurrent requests match generate, nothing cached', async () => {
-  const server = await Server.start(bin, modelPath, OpenAI, ['--ctx-size', String(kCtx), '--no-prefix-cache']);
+  const server = await Server.start(bin, modelPath, OpenAI, ['--ctx-size', String(kCtx), '--no-prefix-cache', ...kvArgs]);
   try {
     await server.client.completions.create({ prompt: shared, max_tokens: 1, temperature: 0 });
     for (const round of [0, 1]) {
@@ -118,7 +121,7 @@ test('prefix cache off: 16 concurrent requests match generate, nothing cached', 
 });
 
 test('chat: 16 concurrent greedy requests match each sent alone', async () => {
-  const server = await Server.start(bin, modelPath, OpenAI, ['--ctx-size', String(kCtx), '--max-batch-tokens', '96']);
+  const server = await Server.start(bin, modelPath, OpenAI, ['--ctx-size', String(kCtx), '--max-batch-tokens', '96', ...kvArgs]);
   try {
     const reqs = prompts.map(p => ({ messages: [{ role: 'system', content: 'Tell a story.' },
                                                 { role: 'user', content: p.prompt || 'Hi' }],

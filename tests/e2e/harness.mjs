@@ -141,10 +141,10 @@ export async function startGateway(bin, configPath, env = process.env) {
 
 // `pagoda generate` alone, greedy: the reference a served request must match.
 // Returns { text, promptTokens, generatedTokens, stop }.
-export function generate(bin, modelPath, prompt, nPredict, ctxSize) {
+export function generate(bin, modelPath, prompt, nPredict, ctxSize, extraArgs = []) {
   return new Promise((resolve, reject) => {
     const p = spawn(bin, ['generate', '-m', modelPath, '-p', prompt, '-n', String(nPredict), '--temp', '0',
-                          '-t', '1', '-c', String(ctxSize)],
+                          '-t', '1', '-c', String(ctxSize), ...extraArgs],
                     { stdio: ['ignore', 'pipe', 'pipe'] });
     const out = [], err = [];
     p.stdout.on('data', d => out.push(d));

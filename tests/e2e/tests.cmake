@@ -29,6 +29,19 @@ if(PAGODA_NODE)
     set_tests_properties(e2e_${suite} PROPERTIES LABELS e2e TIMEOUT 300
                          SKIP_REGULAR_EXPRESSION "^skipped:")
   endforeach()
+  # Batch invariance on the MoE and MLA fixtures (stories260K's vocabulary),
+  # with f16 and FP8 KV.
+  foreach(moe qwen2moe deepseek2)
+    foreach(kv f16 fp8_e4m3)
+      add_test(NAME e2e_batch_invariance_${moe}_${kv}
+               COMMAND ${CMAKE_COMMAND} -E env PAGODA_E2E_KV_DTYPE=${kv}
+                       ${PAGODA_NODE} ${CMAKE_CURRENT_LIST_DIR}/batch_invariance.test.mjs
+                       $<TARGET_FILE:pagoda_cli> ${PAGODA_TESTDATA_DIR}/synthetic/${moe}.gguf
+               WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
+      set_tests_properties(e2e_batch_invariance_${moe}_${kv} PROPERTIES LABELS e2e TIMEOUT 300
+                           SKIP_REGULAR_EXPRESSION "^skipped:")
+    endforeach()
+  endforeach()
   # Each starts its own servers on free ports; the soak wants the CPU to itself.
   set_tests_properties(e2e_soak PROPERTIES RUN_SERIAL TRUE)
   # Two servers and the 50-schema corpus at three seeds on each.

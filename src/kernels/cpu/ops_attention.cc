@@ -118,11 +118,20 @@ void Attention(const AttentionShape& sh, const float* q, int64_t q_stride,
     const int64_t per_row = static_cast<int64_t>(ratio) * (n_keys_max + internal::kKeyBlock);
     rows_per_tile = static_cast<int>(std::clamp<int64_t>(kMaxScoreFloats / per_row, 1, rows_per_tile));
   }
-  int64_t n_items = 0;
+  int64_t n_tiles = 0;  // (sequence, query tile, kv head)
   for (int s = 0; s < n_seqs; ++s) {
-    n_items += static_cast<int64_t>((seqs[s].n_rows + rows_per_tile - 1) / rows_per_tile) * sh.n_head_kv;
+    n_tiles += static_cast<int64_t>((seqs[s].n_rows + rows_per_tile - 1) / rows_per_tile) * sh.n_head_kv;
   }
-  if (n_items == 0) return;
+  if (n_tiles == 0) return;
+  // Fewer tiles than threads (one sequence's decode under MQA / MLA, whose
+  // one KV head holds every query head): split each tile's query heads into
+  // head_split parts, so the threads share the keys' reads. A query's scores,
+  // softmax and output are formed the same way in any part (batch invariance).
+  int head_split = 1;
+  if (pool.size() > 1 && work >= kMinParallelWork && n_tiles < 2 * pool.size()) {
+    head_split = static_cast<int>(std::min<int64_t>(ratio, (2 * pool.size() + n_tiles - 1) / n_tiles));
+  }
+  const int64_t n_items = n_tiles * head_split;
 
   auto tile_fn = internal::AttentionTileBaseline;
   if (ActiveIsa() == Isa::kAvx512) tile_fn = internal::AttentionTileAvx512;
@@ -133,6 +142,8 @@ void Attention(const AttentionShape& sh, const float* q, int64_t q_stride,
   // Item i -> (sequence, tile, kv head); the last items hold the latest
   // positions (most keys), so they are handed out first.
   auto run_item = [&](int64_t item, float* scratch) {
+    const int part = static_cast<int>(item % head_split);
+    item /= head_split;
     int s = 0;
     int64_t n_seq_items = 0;
     for (; s < n_seqs; ++s) {
@@ -153,6 +164,8 @@ void Attention(const AttentionShape& sh, const float* q, int64_t q_stride,
     args.rows = seqs[s].rows + r0;
     args.n_rows = std::min(rows_per_tile, seqs[s].n_rows - r0);
     args.g = g;
+    args.h0 = part * ratio / head_split;
+    args.n_h = (part + 1) * ratio / head_split - args.h0;
     args.out = out;
     args.out_stride = out_stride;
     args.scratch = scratch;

@@ -46,6 +46,8 @@ struct AttentionTileArgs {
   const int32_t* rows;  // n_rows batch rows of one sequence
   int n_rows;
   int g;  // kv head
+  int h0 = 0;  // first query head of the tile within g's group
+  int n_h = 0;  // query heads of the tile (0: the whole group)
   float* out;
   int64_t out_stride;
   float* scratch;  // AttentionTileScratchFloats(shape, type, n_rows, n_keys) floats

@@ -22,6 +22,11 @@ struct SeqRows {
   int32_t n_rows = 0;
 };
 
+// What a forward pass read, for benchmarks (accumulated by the layers).
+struct ForwardStats {
+  int64_t expert_bytes = 0;  // MoE expert weight bytes read (each selected expert once per micro-batch)
+};
+
 // Everything a layer needs about the current micro-batch besides its input.
 struct ForwardContext {
   ThreadPool* pool = nullptr;
@@ -38,6 +43,7 @@ struct ForwardContext {
   // The rows [0, n_tokens) as runs of one phase each: linear layers multiply
   // each run with that phase's weights (PhasedMatMul).
   std::span<const PhaseRun> runs;
+  ForwardStats* stats = nullptr;  // may be null
 };
 
 class AttentionLayer {

@@ -163,14 +163,13 @@ void MoeFfn::Forward(const ForwardContext& ctx, const float* x, float* out) cons
   }
 
   std::fill(out, out + n * E, 0.0f);
-  int64_t touched = 0;
+  int64_t bytes_read = 0;
   for (int64_t e = 0; e < n_exp; ++e) {
-    bool used = false;
     for (int ph = 0; ph < kPhaseCount; ++ph) {
       const int32_t b = start[e * 2 + ph], m = start[e * 2 + ph + 1] - b;
       if (m == 0) continue;
-      used = true;
       const Phase phase = static_cast<Phase>(ph);
+      bytes_read += gate_[e][phase].nbytes + up_[e][phase].nbytes + down_[e][phase].nbytes;
       for (int32_t i = 0; i < m; ++i) {
         std::memcpy(xe + i * E, x + (pairs[b + i] / k) * E, E * sizeof(float));
       }
@@ -186,9 +185,8 @@ void MoeFfn::Forward(const ForwardContext& ctx, const float* x, float* out) cons
         for (int64_t d = 0; d < E; ++d) o[d] += wt * y[d];
       }
     }
-    touched += used;
   }
-  experts_touched_ = touched;
+  if (ctx.stats != nullptr) ctx.stats->expert_bytes += bytes_read;
 
   if (shared_) {
     float* sh = up + Round16(n * cfg_.n_ff_exp);  // [n, n_embd]

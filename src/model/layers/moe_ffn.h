@@ -45,10 +45,6 @@ class MoeFfn final : public FfnLayer {
   int64_t ScratchFloats(int64_t n_tokens) const override;
   void Forward(const ForwardContext& ctx, const float* x, float* out) const override;
 
-  // Experts chosen by the last Forward, per expert (engine thread only;
-  // for benchmarks: how many distinct experts a step reads).
-  int64_t experts_touched() const { return experts_touched_; }
-
  private:
   MoeFfn() = default;
 
@@ -61,7 +57,6 @@ class MoeFfn final : public FfnLayer {
   std::vector<PhasedWeight> down_;   // [n_expert] of [n_ff_exp -> n_embd]
   std::unique_ptr<DenseFfn> shared_;
   const float* shared_gate_ = nullptr;  // ffn_gate_inp_shexp [n_embd] or null
-  mutable int64_t experts_touched_ = 0;
 };
 
 }  // namespace pagoda
