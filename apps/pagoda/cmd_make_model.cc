@@ -1,5 +1,7 @@
 // pagoda make-model: write a random-weight model (tests, benchmarks).
 #include <cstdio>
+#include <algorithm>
+#include <cstring>
 
 #include "cli_util.h"
 #include "commands.h"
@@ -11,7 +13,7 @@ namespace pagoda::cli {
 int CmdMakeModel(int argc, char** argv) {
   CLI::App app("Write a random-weight model of a given architecture, shape and tensor type", "make-model");
   RandomModelSpec spec;
-  std::string out, type = "f16", output_type, vocab_from;
+  std::string out, type = "f16", output_type, expert_type, vocab_from, preset, gating, mla_layout = "current";
   spec.n_embd = 2048;
   spec.n_layer = 16;
   spec.n_head = 32;
@@ -19,10 +21,26 @@ int CmdMakeModel(int argc, char** argv) {
   spec.n_ff = 8192;
   spec.n_vocab = 32000;
   spec.n_ctx = 4096;
+  // A preset sets the defaults the other flags then override, so it is
+  // applied before parsing.
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--preset") == 0 && i + 1 < argc) preset = argv[i + 1];
+    if (std::strncmp(argv[i], "--preset=", 9) == 0) preset = argv[i] + 9;
+  }
+  if (!preset.empty()) {
+    if (Status s = ApplyRandomModelPreset(preset, spec); !s.ok()) return Fail(s);
+    spec.name = "pagoda-random-" + preset;
+    type = "q4_0";
+    output_type = "q6_k";  // as llama-quantize does for Q4_0
+  }
+  std::string presets;
+  for (const std::string& n : RandomModelPresetNames()) presets += (presets.empty() ? "" : " | ") + n;
+  app.add_option("--preset", preset, "a real model's shape: " + presets + " (then --type q4_0, --output-type q6_k)");
   app.add_option("-o,--output", out, "output GGUF path")->required();
-  app.add_option("--arch", spec.arch, "llama | qwen2 | qwen3");
+  app.add_option("--arch", spec.arch, "llama | qwen2 | qwen3 | qwen2moe | qwen3moe | deepseek2 | glm4moe");
   app.add_option("--type", type, "weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q4_k q5_k q6_k");
   app.add_option("--output-type", output_type, "type of output.weight (default: --type)");
+  app.add_option("--expert-type", expert_type, "type of the expert tensors (default: --type)");
   app.add_option("--n-embd", spec.n_embd, "embedding size");
   app.add_option("--n-layer", spec.n_layer, "layers");
   app.add_option("--n-head", spec.n_head, "attention heads");
@@ -33,6 +51,36 @@ int CmdMakeModel(int argc, char** argv) {
   app.add_option("--n-ctx", spec.n_ctx, "training context length");
   app.add_option("--rope-base", spec.rope_base, "RoPE base");
   app.add_flag("--tied", spec.tied_output, "tie the output projection to token_embd");
+  app.add_option("--n-rot", spec.n_rot, "rope.dimension_count (default head_dim; glm4moe head_dim / 2)");
+  app.add_option("--rms-eps", spec.rms_eps, "RMSNorm epsilon");
+  app.add_flag("--qk-norm", spec.qk_norm, "glm4moe: per-head Q/K RMSNorm");
+  // Mixture of experts.
+  app.add_option("--n-expert", spec.n_expert, "experts per MoE layer (0: dense)");
+  app.add_option("--n-expert-used", spec.n_expert_used, "experts chosen per token");
+  app.add_option("--n-ff-exp", spec.n_ff_exp, "expert FFN width");
+  app.add_option("--n-expert-shared", spec.n_expert_shared, "deepseek2 / glm4moe: shared experts (width n_ff_exp each)");
+  app.add_option("--n-ff-shexp", spec.n_ff_shexp, "qwen2moe: shared expert FFN width");
+  app.add_option("--n-dense-lead", spec.n_layer_dense_lead, "deepseek2 / glm4moe: leading dense layers");
+  app.add_option("--expert-weights-scale", spec.expert_weights_scale, "deepseek2 / glm4moe: routed weight scale");
+  app.add_flag("--expert-weights-norm", spec.expert_weights_norm, "deepseek2 / glm4moe: renormalise the top-k weights");
+  app.add_option("--expert-gating", gating, "deepseek2 / glm4moe: softmax | sigmoid");
+  app.add_flag("--exp-probs-b", spec.exp_probs_b, "deepseek2 / glm4moe: expert selection bias");
+  app.add_option("--n-expert-groups", spec.n_expert_groups, "deepseek2: expert groups");
+  app.add_option("--n-group-used", spec.n_group_used, "deepseek2: groups kept per token");
+  app.add_flag("--merged-gate-up", spec.merged_gate_up_exps, "one ffn_gate_up_exps tensor instead of gate and up");
+  app.add_option("--nextn-layers", spec.nextn_predict_layers, "glm4moe: trailing NextN blocks (in --n-layer)");
+  // Multi-head latent attention (deepseek2).
+  app.add_option("--q-lora-rank", spec.q_lora_rank, "query LoRA rank (0: attn_q)");
+  app.add_option("--kv-lora-rank", spec.kv_lora_rank, "latent KV rank");
+  app.add_option("--qk-rope-dim", spec.qk_rope_dim, "rotary part of a query / key head");
+  app.add_option("--qk-nope-dim", spec.qk_nope_dim, "non-rotary part of a query / key head");
+  app.add_option("--v-head-dim", spec.v_head_dim, "value head size");
+  app.add_option("--mla-layout", mla_layout, "current (attn_k_b / attn_v_b) | early (attn_kv_b)");
+  app.add_option("--rope-scaling-factor", spec.rope_scaling_factor, "deepseek2: YaRN factor (0: none)");
+  app.add_option("--rope-orig-ctx", spec.rope_scaling_orig_ctx, "YaRN original context length");
+  app.add_option("--yarn-log-mul", spec.yarn_log_multiplier, "rope.scaling.yarn_log_multiplier (0.1 * mscale_all_dim)");
+  app.add_option("--yarn-beta-fast", spec.yarn_beta_fast, "YaRN beta_fast (0: key not written)");
+  app.add_option("--yarn-beta-slow", spec.yarn_beta_slow, "YaRN beta_slow (0: key not written)");
   app.add_option("--vocab-from", vocab_from, "copy tokenizer.* metadata from this GGUF");
   app.add_option("--seed", spec.seed, "RNG seed");
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
@@ -45,6 +93,17 @@ int CmdMakeModel(int argc, char** argv) {
     if (!ot) return Fail("unknown --output-type '" + output_type + "'");
     spec.output_type = *ot;
   }
+  if (!expert_type.empty()) {
+    auto et = ParseDType(expert_type);
+    if (!et) return Fail("unknown --expert-type '" + expert_type + "'");
+    spec.expert_type = *et;
+  }
+  if (!gating.empty()) {
+    if (gating != "softmax" && gating != "sigmoid") return Fail("--expert-gating must be softmax or sigmoid");
+    spec.expert_gating_func = gating == "softmax" ? 1 : 2;
+  }
+  if (mla_layout != "current" && mla_layout != "early") return Fail("--mla-layout must be current or early");
+  spec.mla_split_kv_b = mla_layout == "current";
   if (!vocab_from.empty()) {
     auto f = GgufFile::Open(vocab_from);
     if (!f.ok()) return Fail(f.status());

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/check.h"
+
 namespace pagoda {
 namespace {
 
@@ -59,9 +61,8 @@ Status GgufWriter::AddTensor(const std::string& name, DType type, const std::vec
   return AddTensor(name, type, ne, std::vector<uint8_t>(p, p + nbytes));
 }
 
-Status GgufWriter::AddTensor(const std::string& name, DType type, const std::vector<int64_t>& ne,
-                             std::vector<uint8_t>&& bytes) {
-  const size_t nbytes = bytes.size();
+Status GgufWriter::CheckTensor(const std::string& name, DType type, const std::vector<int64_t>& ne,
+                               size_t* nbytes) const {
   if (ne.empty() || ne.size() > 4) return InvalidArgument("tensor '" + name + "': 1-4 dimensions required");
   int64_t elements = 1;
   for (int64_t d : ne) {
@@ -72,15 +73,29 @@ Status GgufWriter::AddTensor(const std::string& name, DType type, const std::vec
   if (ne[0] % info.block_size != 0) {
     return InvalidArgument("tensor '" + name + "': ne0 not a multiple of the block size");
   }
-  const size_t want = static_cast<size_t>(elements / info.block_size * info.type_size);
-  if (nbytes != want) {
-    return InvalidArgument("tensor '" + name + "': got " + std::to_string(nbytes) + " bytes, need " +
-                           std::to_string(want));
-  }
   for (const auto& t : tensors_) {
     if (t.name == name) return InvalidArgument("duplicate tensor '" + name + "'");
   }
-  tensors_.push_back(Tensor{name, type, ne, std::move(bytes)});
+  *nbytes = static_cast<size_t>(elements / info.block_size * info.type_size);
+  return Status::Ok();
+}
+
+Status GgufWriter::AddTensor(const std::string& name, DType type, const std::vector<int64_t>& ne,
+                             std::vector<uint8_t>&& bytes) {
+  size_t want = 0;
+  PAGODA_RETURN_IF_ERROR(CheckTensor(name, type, ne, &want));
+  if (bytes.size() != want) {
+    return InvalidArgument("tensor '" + name + "': got " + std::to_string(bytes.size()) + " bytes, need " +
+                           std::to_string(want));
+  }
+  tensors_.push_back(Tensor{name, type, ne, std::move(bytes), want, false});
+  return Status::Ok();
+}
+
+Status GgufWriter::DeclareTensor(const std::string& name, DType type, const std::vector<int64_t>& ne) {
+  size_t nbytes = 0;
+  PAGODA_RETURN_IF_ERROR(CheckTensor(name, type, ne, &nbytes));
+  tensors_.push_back(Tensor{name, type, ne, {}, nbytes, true});
   return Status::Ok();
 }
 
@@ -105,7 +120,7 @@ std::vector<uint8_t> GgufWriter::SerializeHeader() const {
     for (int64_t d : t.ne) b.Put<uint64_t>(static_cast<uint64_t>(d));
     b.Put<uint32_t>(static_cast<uint32_t>(t.type));
     b.Put<uint64_t>(offset);
-    offset += t.bytes.size();
+    offset += t.nbytes;
     offset += (alignment - offset % alignment) % alignment;
   }
   b.PadTo(alignment);
@@ -116,6 +131,7 @@ std::vector<uint8_t> GgufWriter::Serialize() const {
   std::vector<uint8_t> out = SerializeHeader();
   const uint64_t alignment = this->alignment();
   for (const auto& t : tensors_) {
+    PAGODA_CHECK(!t.declared);  // declared tensors only stream (WriteStreaming)
     out.insert(out.end(), t.bytes.begin(), t.bytes.end());
     while (out.size() % alignment) out.push_back(0);
   }
@@ -123,6 +139,13 @@ std::vector<uint8_t> GgufWriter::Serialize() const {
 }
 
 Status GgufWriter::Write(const std::string& path) const {
+  for (const auto& t : tensors_) {
+    if (t.declared) return InvalidArgument("tensor '" + t.name + "' has no bytes (use WriteStreaming)");
+  }
+  return WriteStreaming(path, nullptr);
+}
+
+Status GgufWriter::WriteStreaming(const std::string& path, const TensorSource& source) const {
   std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) return IoError(path + ": cannot open for writing: " + std::strerror(errno));
@@ -130,10 +153,23 @@ Status GgufWriter::Write(const std::string& path) const {
   const uint64_t alignment = this->alignment();
   static const uint8_t kZeros[256] = {};
   bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
-  for (const auto& t : tensors_) {
-    if (!ok) break;
-    ok = std::fwrite(t.bytes.data(), 1, t.bytes.size(), f) == t.bytes.size();
-    const size_t pad = (alignment - t.bytes.size() % alignment) % alignment;
+  Status st = Status::Ok();
+  std::vector<uint8_t> streamed;
+  for (size_t i = 0; ok && i < tensors_.size(); ++i) {
+    const Tensor& t = tensors_[i];
+    const std::vector<uint8_t>* bytes = &t.bytes;
+    if (t.declared) {
+      streamed.clear();
+      st = source ? source(i, streamed) : InvalidArgument("tensor '" + t.name + "' has no source");
+      if (st.ok() && streamed.size() != t.nbytes) {
+        st = InvalidArgument("tensor '" + t.name + "': source gave " + std::to_string(streamed.size()) +
+                             " bytes, need " + std::to_string(t.nbytes));
+      }
+      if (!st.ok()) break;
+      bytes = &streamed;
+    }
+    ok = std::fwrite(bytes->data(), 1, bytes->size(), f) == bytes->size();
+    const size_t pad = (alignment - bytes->size() % alignment) % alignment;
     for (size_t left = pad; ok && left > 0;) {
       const size_t n = std::min(left, sizeof kZeros);
       ok = std::fwrite(kZeros, 1, n, f) == n;
@@ -141,9 +177,9 @@ Status GgufWriter::Write(const std::string& path) const {
     }
   }
   int close_rc = std::fclose(f);
-  if (!ok || close_rc != 0) {
+  if (!st.ok() || !ok || close_rc != 0) {
     std::remove(tmp.c_str());
-    return IoError(path + ": write failed");
+    return st.ok() ? IoError(path + ": write failed") : st;
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());

@@ -9,10 +9,16 @@
 
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/quantize_weights.h"
+#include "model/random_model_plan.h"
 #include "model/synthetic_vocab.h"
 
 namespace pagoda {
 namespace {
+
+using random_model::Derive;
+using random_model::TensorPlan;
+using random_model::TokenizerVocabSize;
+using random_model::VocabSize;
 
 constexpr int kMaxDim = 1 << 20;
 constexpr int kMaxLayers = 4096;
@@ -83,15 +89,6 @@ void ForEachNormalIndex(uint64_t tensor_seed, int64_t row, int64_t n, F&& f) {
   for (uint64_t r = SplitMix64(&state); i < n; ++i, r >>= 16) f(i, r & 0xffff);
 }
 
-struct TensorPlan {
-  std::string name;
-  DType type;
-  std::vector<int64_t> ne;  // ggml order
-  float mean = 0.0f;
-  float sigma = 0.0f;
-  std::vector<float> values;  // fixed F32 contents instead of random ones
-};
-
 // The 65536 possible values of a tensor, mean + sigma * NormalTable().
 std::vector<float> ValueTable(const TensorPlan& t) {
   const std::array<float, 65536>& normal = NormalTable();
@@ -148,57 +145,111 @@ Status ParallelRows(int64_t n_rows, int nth, const std::function<Status(int64_t,
   return Status::Ok();
 }
 
-Status AddRandomTensor(GgufWriter& w, const TensorPlan& t, uint64_t seed, int n_threads,
-                       std::vector<uint8_t>& buf) {
-  if (!t.values.empty()) {
-    return w.AddTensor(t.name, DType::kF32, t.ne, t.values.data(), t.values.size() * sizeof(float));
-  }
-  int64_t n_rows = 1;
-  for (size_t i = 1; i < t.ne.size(); ++i) n_rows *= t.ne[i];
-  buf.resize(size_t(n_rows * RowBytes(t.type, t.ne[0])));
-  const uint64_t tseed = TensorSeed(seed, t.name);
-  const int64_t elements = n_rows * t.ne[0];
-  const int nth = int(std::clamp<int64_t>(elements / (1 << 16), 1, n_threads));
-  const std::vector<float> values = ValueTable(t);
-  uint8_t* dst = buf.data();
-  if (t.type == DType::kF16 || t.type == DType::kBF16) {
-    PAGODA_ASSIGN_OR_RETURN(std::vector<uint16_t> enc, Encode<uint16_t>(t.type, values));
-    PAGODA_RETURN_IF_ERROR(ParallelRows(n_rows, nth, [&](int64_t r0, int64_t r1) {
-      FillEncodedRows(t, enc, tseed, r0, r1, dst);
+// Derived tensors (random_model_plan.h): each row is assembled as floats
+// from the rows of the drawn source tensors, then encoded.
+Status FillDerivedRows(const TensorPlan& t, uint64_t seed, int nth, uint8_t* dst) {
+  struct Source {
+    std::vector<float> values;
+    uint64_t tseed;
+  };
+  std::vector<Source> src;
+  for (const TensorPlan& p : t.sources) src.push_back({ValueTable(p), TensorSeed(seed, p.name)});
+  auto drawn_row = [&](size_t i, int64_t r, float* out) {
+    ForEachNormalIndex(src[i].tseed, r, t.sources[i].ne[0], [&](int64_t j, uint64_t k) { out[j] = src[i].values[k]; });
+  };
+  const int64_t n = t.ne[0], row_bytes = RowBytes(t.type, n);
+  auto encode_rows = [&](const std::function<void(int64_t, float*)>& make_row) {
+    return ParallelRows(t.rows(), nth, [&](int64_t r0, int64_t r1) {
+      std::vector<float> row(n);
+      for (int64_t r = r0; r < r1; ++r) {
+        make_row(r, row.data());
+        PAGODA_RETURN_IF_ERROR(kernels::QuantizeWeightRow(t.type, row.data(), dst + r * row_bytes, n));
+      }
       return Status::Ok();
-    }));
-  } else if (t.type == DType::kF32) {
-    PAGODA_RETURN_IF_ERROR(ParallelRows(n_rows, nth, [&](int64_t r0, int64_t r1) {
-      FillEncodedRows(t, values, tseed, r0, r1, dst);
-      return Status::Ok();
-    }));
-  } else {
-    PAGODA_RETURN_IF_ERROR(ParallelRows(n_rows, nth, [&](int64_t r0, int64_t r1) {
-      return FillRows(t, values, tseed, r0, r1, dst);
-    }));
+    });
+  };
+  if (t.derive == Derive::kGateUp) {
+    // [n_embd, 2 F, n_expert]: expert e's gate rows, then its up rows.
+    const int64_t f = t.dim_a;
+    return encode_rows([&](int64_t r, float* out) {
+      const int64_t e = r / (2 * f), j = r % (2 * f);
+      drawn_row(j < f ? 0 : 1, e * f + j % f, out);
+    });
   }
-  return w.AddTensor(t.name, t.type, t.ne, std::move(buf))
-      .WithContext("random model tensor '" + t.name + "'");
+  // attn_kv_b [kv_lora, n_head * (nope + v)]: head h's rows are W_UK[h]
+  // (nope rows) then W_UV[h] (v rows). Materialised once (the largest,
+  // DeepSeek-V3's, is 16.7 M floats).
+  const TensorPlan& kv_b = t.sources[0];
+  const int64_t kv_lora = kv_b.ne[0], nope = t.dim_a, v = t.dim_b;
+  std::vector<float> w(size_t(kv_b.rows() * kv_lora));
+  PAGODA_RETURN_IF_ERROR(ParallelRows(kv_b.rows(), nth, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) drawn_row(0, r, w.data() + r * kv_lora);
+    return Status::Ok();
+  }));
+  if (t.derive == Derive::kKB) {
+    // attn_k_b [nope, kv_lora, n_head]: row (h, c) = column c of W_UK[h].
+    return encode_rows([&](int64_t r, float* out) {
+      const int64_t h = r / kv_lora, c = r % kv_lora;
+      for (int64_t i = 0; i < nope; ++i) out[i] = w[size_t((h * (nope + v) + i) * kv_lora + c)];
+    });
+  }
+  // attn_v_b [kv_lora, v, n_head]: row (h, j) = row j of W_UV[h].
+  return encode_rows([&](int64_t r, float* out) {
+    const int64_t h = r / v, j = r % v;
+    std::copy_n(w.data() + (h * (nope + v) + nope + j) * kv_lora, kv_lora, out);
+  });
 }
 
-// llama.cpp's LLAMA_FTYPE for a model whose matrices are all `t`.
-uint32_t FileType(DType t) {
-  switch (t) {
-    case DType::kF32: return 0;
-    case DType::kF16: return 1;
-    case DType::kQ4_0: return 2;
-    case DType::kQ4_1: return 3;
-    case DType::kQ8_0: return 7;
-    case DType::kQ5_0: return 8;
-    case DType::kQ5_1: return 9;
-    case DType::kQ2_K: return 10;
-    case DType::kQ3_K: return 11;  // Q3_K_S
-    case DType::kQ4_K: return 14;  // Q4_K_S
-    case DType::kQ5_K: return 16;  // Q5_K_S
-    case DType::kQ6_K: return 18;
-    case DType::kBF16: return 32;
-    default: return 0;
+// The bytes of one planned tensor.
+Status GenerateTensor(const TensorPlan& t, uint64_t seed, int n_threads, std::vector<uint8_t>& buf) {
+  if (!t.values.empty()) {
+    const auto* p = reinterpret_cast<const uint8_t*>(t.values.data());
+    buf.assign(p, p + t.values.size() * sizeof(float));
+    return Status::Ok();
   }
+  const int64_t n_rows = t.rows();
+  buf.resize(size_t(n_rows * RowBytes(t.type, t.ne[0])));
+  const int64_t elements = n_rows * t.ne[0];
+  const int nth = int(std::clamp<int64_t>(elements / (1 << 16), 1, n_threads));
+  uint8_t* dst = buf.data();
+  if (t.derive != Derive::kNone) return FillDerivedRows(t, seed, nth, dst);
+  const uint64_t tseed = TensorSeed(seed, t.name);
+  const std::vector<float> values = ValueTable(t);
+  if (t.type == DType::kF16 || t.type == DType::kBF16) {
+    PAGODA_ASSIGN_OR_RETURN(std::vector<uint16_t> enc, Encode<uint16_t>(t.type, values));
+    return ParallelRows(n_rows, nth, [&](int64_t r0, int64_t r1) {
+      FillEncodedRows(t, enc, tseed, r0, r1, dst);
+      return Status::Ok();
+    });
+  }
+  if (t.type == DType::kF32) {
+    return ParallelRows(n_rows, nth, [&](int64_t r0, int64_t r1) {
+      FillEncodedRows(t, values, tseed, r0, r1, dst);
+      return Status::Ok();
+    });
+  }
+  return ParallelRows(n_rows, nth, [&](int64_t r0, int64_t r1) { return FillRows(t, values, tseed, r0, r1, dst); });
+}
+
+int ThreadCount(const RandomModelSpec& spec) {
+  return spec.n_threads > 0 ? spec.n_threads : int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// A writer holding the metadata of `spec`, no tensors yet.
+Result<GgufWriter> MetadataWriter(const RandomModelSpec& spec) {
+  PAGODA_RETURN_IF_ERROR(ValidateRandomModelSpec(spec));
+  GgufWriter w;
+  random_model::WriteMetadata(spec, w.metadata());
+  if (TokenizerVocabSize(spec.tokenizer) < 0) {
+    PAGODA_ASSIGN_OR_RETURN(GgufMetadata vocab, MakeSyntheticVocab(spec.n_vocab));
+    for (const auto& [key, value] : vocab.entries()) w.metadata().Set(key, value);
+  }
+  // The caller's tokenizer.* keys; with a synthetic vocabulary only those it
+  // does not define (say a chat template).
+  for (const auto& [key, value] : spec.tokenizer.entries()) {
+    if (key.rfind("tokenizer.", 0) == 0 && !w.metadata().Has(key)) w.metadata().Set(key, value);
+  }
+  return w;
 }
 
 bool IsWeightType(DType t) {
@@ -211,66 +262,7 @@ bool IsWeightType(DType t) {
   }
 }
 
-bool IsQuantized(DType t) { return t != DType::kF32 && t != DType::kF16 && t != DType::kBF16; }
-
 int HeadDim(const RandomModelSpec& s) { return s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_head; }
-
-int64_t TokenizerVocabSize(const GgufMetadata& md) {
-  const GgufValue* v = md.Find("tokenizer.ggml.tokens");
-  const GgufArray* a = v ? v->AsArray() : nullptr;
-  return a ? int64_t(a->items.size()) : -1;
-}
-
-int VocabSize(const RandomModelSpec& s) {
-  const int64_t n = TokenizerVocabSize(s.tokenizer);
-  return n >= 0 ? int(n) : s.n_vocab;
-}
-
-// sigma for a matrix with `fan_in` inputs, scaled from its value at `ref`.
-float Sigma(float base, int64_t fan_in, double ref = 128.0) {
-  return float(base * std::sqrt(ref / double(fan_in)));
-}
-
-std::vector<TensorPlan> PlanTensors(const RandomModelSpec& s) {
-  const int64_t hd = HeadDim(s), n_embd = s.n_embd, n_ff = s.n_ff, n_vocab = VocabSize(s);
-  const int64_t q_dim = s.n_head * hd, kv_dim = s.n_head_kv * hd;
-  const DType wt = s.weight_type;
-  const bool qwen2 = s.arch == "qwen2", qwen3 = s.arch == "qwen3";
-  std::vector<TensorPlan> p;
-  auto norm = [&](std::string name, int64_t n) { p.push_back({std::move(name), DType::kF32, {n}, 1.0f, 0.1f, {}}); };
-  auto bias = [&](std::string name, int64_t n) { p.push_back({std::move(name), DType::kF32, {n}, 0.0f, 0.1f, {}}); };
-  auto mat = [&](std::string name, DType t, int64_t ne0, int64_t ne1, float sigma) {
-    p.push_back({std::move(name), t, {ne0, ne1}, 0.0f, sigma, {}});
-  };
-  // Tied: the embedding is also the LM head, so it is scaled like one.
-  mat("token_embd.weight", wt, n_embd, n_vocab, s.tied_output ? Sigma(0.6f, n_embd) : 1.0f);
-  if (!s.rope_freq_factors.empty()) {
-    const int64_t n = int64_t(s.rope_freq_factors.size());
-    p.push_back({"rope_freqs.weight", DType::kF32, {n}, 0.0f, 0.0f, s.rope_freq_factors});
-  }
-  for (int l = 0; l < s.n_layer; ++l) {
-    const std::string b = "blk." + std::to_string(l) + ".";
-    norm(b + "attn_norm.weight", n_embd);
-    mat(b + "attn_q.weight", wt, n_embd, q_dim, Sigma(0.25f, n_embd));
-    if (qwen2) bias(b + "attn_q.bias", q_dim);
-    mat(b + "attn_k.weight", wt, n_embd, kv_dim, Sigma(0.25f, n_embd));
-    if (qwen2) bias(b + "attn_k.bias", kv_dim);
-    mat(b + "attn_v.weight", wt, n_embd, kv_dim, Sigma(0.2f, n_embd));
-    if (qwen2) bias(b + "attn_v.bias", kv_dim);
-    if (qwen3) {
-      norm(b + "attn_q_norm.weight", hd);
-      norm(b + "attn_k_norm.weight", hd);
-    }
-    mat(b + "attn_output.weight", wt, q_dim, n_embd, Sigma(0.15f, q_dim));
-    norm(b + "ffn_norm.weight", n_embd);
-    mat(b + "ffn_gate.weight", wt, n_embd, n_ff, Sigma(0.15f, n_embd));
-    mat(b + "ffn_up.weight", wt, n_embd, n_ff, Sigma(0.15f, n_embd));
-    mat(b + "ffn_down.weight", wt, n_ff, n_embd, Sigma(0.1f, n_ff, 256.0));
-  }
-  norm("output_norm.weight", n_embd);
-  if (!s.tied_output) mat("output.weight", s.output_type.value_or(wt), n_embd, n_vocab, Sigma(0.7f, n_embd));
-  return p;
-}
 
 Status CheckRowType(const char* what, int64_t ne0, DType t) {
   const DTypeInfo& info = GetDTypeInfo(t);
@@ -281,36 +273,15 @@ Status CheckRowType(const char* what, int64_t ne0, DType t) {
   return Status::Ok();
 }
 
-void WriteMetadata(const RandomModelSpec& s, GgufMetadata& md) {
-  const std::string& a = s.arch;
-  const int hd = HeadDim(s);
-  md.Set("general.architecture", a);
-  md.Set("general.name", s.name);
-  md.Set("general.file_type", FileType(s.weight_type));
-  if (IsQuantized(s.weight_type)) md.Set("general.quantization_version", uint32_t{2});
-  md.Set(a + ".context_length", uint32_t(s.n_ctx));
-  md.Set(a + ".embedding_length", uint32_t(s.n_embd));
-  md.Set(a + ".block_count", uint32_t(s.n_layer));
-  md.Set(a + ".feed_forward_length", uint32_t(s.n_ff));
-  md.Set(a + ".attention.head_count", uint32_t(s.n_head));
-  md.Set(a + ".attention.head_count_kv", uint32_t(s.n_head_kv));
-  if (s.n_embd % s.n_head != 0 || hd != s.n_embd / s.n_head) {
-    md.Set(a + ".attention.key_length", uint32_t(hd));
-    md.Set(a + ".attention.value_length", uint32_t(hd));
-  }
-  md.Set(a + ".attention.layer_norm_rms_epsilon", s.rms_eps);
-  md.Set(a + ".rope.freq_base", s.rope_base);
-  md.Set(a + ".rope.dimension_count", uint32_t(hd));
-  md.Set(a + ".vocab_size", uint32_t(VocabSize(s)));
-}
-
 }  // namespace
 
 Status ValidateRandomModelSpec(const RandomModelSpec& s) {
-  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3") {
+  static const char* const kArchs[] = {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "deepseek2", "glm4moe"};
+  if (std::find(std::begin(kArchs), std::end(kArchs), s.arch) == std::end(kArchs)) {
     return InvalidArgument("random model: unsupported architecture '" + s.arch +
-                           "' (llama, qwen2, qwen3)");
+                           "' (llama, qwen2, qwen3, qwen2moe, qwen3moe, deepseek2, glm4moe)");
   }
+  const bool mla = s.arch == "deepseek2";
   auto in_range = [](const char* what, int v, int lo, int hi) -> Status {
     if (v < lo || v > hi) {
       return InvalidArgument(std::string("random model: ") + what + " " + std::to_string(v) +
@@ -321,19 +292,20 @@ Status ValidateRandomModelSpec(const RandomModelSpec& s) {
   PAGODA_RETURN_IF_ERROR(in_range("n_embd", s.n_embd, 1, kMaxDim));
   PAGODA_RETURN_IF_ERROR(in_range("n_layer", s.n_layer, 1, kMaxLayers));
   PAGODA_RETURN_IF_ERROR(in_range("n_head", s.n_head, 1, s.n_embd));
-  PAGODA_RETURN_IF_ERROR(in_range("n_head_kv", s.n_head_kv, 1, s.n_head));
+  // deepseek2's KV heads follow from the MLA layout.
+  if (!mla) PAGODA_RETURN_IF_ERROR(in_range("n_head_kv", s.n_head_kv, 1, s.n_head));
   PAGODA_RETURN_IF_ERROR(in_range("head_dim", s.head_dim, 0, 4096));
   PAGODA_RETURN_IF_ERROR(in_range("n_ff", s.n_ff, 1, kMaxDim));
   PAGODA_RETURN_IF_ERROR(in_range("n_ctx", s.n_ctx, 1, 1 << 24));
-  if (s.n_head % s.n_head_kv != 0) {
+  if (!mla && s.n_head % s.n_head_kv != 0) {
     return InvalidArgument("random model: n_head " + std::to_string(s.n_head) +
                            " is not a multiple of n_head_kv " + std::to_string(s.n_head_kv));
   }
-  if (s.head_dim == 0 && s.n_embd % s.n_head != 0) {
+  if (!mla && s.head_dim == 0 && s.n_embd % s.n_head != 0) {
     return InvalidArgument("random model: n_embd is not a multiple of n_head; set head_dim");
   }
-  const int hd = HeadDim(s);
-  if (hd % 2 != 0) return InvalidArgument("random model: head_dim " + std::to_string(hd) + " is odd");
+  const int hd = mla ? s.qk_rope_dim : HeadDim(s);
+  if (!mla && hd % 2 != 0) return InvalidArgument("random model: head_dim " + std::to_string(hd) + " is odd");
   if (!s.rope_freq_factors.empty() && s.rope_freq_factors.size() != size_t(hd / 2)) {
     return InvalidArgument("random model: rope_freq_factors has " +
                            std::to_string(s.rope_freq_factors.size()) + " entries, need head_dim/2 = " +
@@ -347,16 +319,22 @@ Status ValidateRandomModelSpec(const RandomModelSpec& s) {
   }
   if (!(s.rms_eps > 0.0f && s.rms_eps < 1.0f)) return InvalidArgument("random model: rms_eps must be in (0, 1)");
 
+  PAGODA_RETURN_IF_ERROR(random_model::ValidateMoeMla(s));
   const DType out_type = s.output_type.value_or(s.weight_type);
-  for (DType t : {s.weight_type, out_type}) {
+  for (DType t : {s.weight_type, out_type, s.expert_type.value_or(s.weight_type)}) {
     if (!IsWeightType(t)) {
       return InvalidArgument(std::string("random model: ") + DTypeName(t) + " is not a weight type");
     }
   }
   PAGODA_RETURN_IF_ERROR(CheckRowType("n_embd", s.n_embd, s.weight_type).WithContext("random model"));
-  PAGODA_RETURN_IF_ERROR(CheckRowType("n_head * head_dim", int64_t(s.n_head) * hd, s.weight_type)
-                             .WithContext("random model"));
-  PAGODA_RETURN_IF_ERROR(CheckRowType("n_ff", s.n_ff, s.weight_type).WithContext("random model"));
+  // The other MLA / expert rows fall back to a type that fits (RowType).
+  if (!mla) {
+    PAGODA_RETURN_IF_ERROR(CheckRowType("n_head * head_dim", int64_t(s.n_head) * hd, s.weight_type)
+                               .WithContext("random model"));
+  }
+  if (!random_model::HasExperts(s) || s.n_layer_dense_lead > 0) {
+    PAGODA_RETURN_IF_ERROR(CheckRowType("n_ff", s.n_ff, s.weight_type).WithContext("random model"));
+  }
   if (!s.tied_output) {
     PAGODA_RETURN_IF_ERROR(CheckRowType("n_embd", s.n_embd, out_type).WithContext("random model output"));
   }
@@ -381,31 +359,27 @@ Status ValidateRandomModelSpec(const RandomModelSpec& s) {
 }
 
 Result<GgufWriter> BuildRandomModel(const RandomModelSpec& spec) {
-  PAGODA_RETURN_IF_ERROR(ValidateRandomModelSpec(spec));
-  GgufWriter w;
-  WriteMetadata(spec, w.metadata());
-  if (TokenizerVocabSize(spec.tokenizer) < 0) {
-    PAGODA_ASSIGN_OR_RETURN(GgufMetadata vocab, MakeSyntheticVocab(spec.n_vocab));
-    for (const auto& [key, value] : vocab.entries()) w.metadata().Set(key, value);
-  }
-  // The caller's tokenizer.* keys; with a synthetic vocabulary only those it
-  // does not define (say a chat template).
-  for (const auto& [key, value] : spec.tokenizer.entries()) {
-    if (key.rfind("tokenizer.", 0) == 0 && !w.metadata().Has(key)) w.metadata().Set(key, value);
-  }
-
-  const int n_threads = spec.n_threads > 0 ? spec.n_threads
-                                           : int(std::max(1u, std::thread::hardware_concurrency()));
+  PAGODA_ASSIGN_OR_RETURN(GgufWriter w, MetadataWriter(spec));
+  const int n_threads = ThreadCount(spec);
   std::vector<uint8_t> buf;
-  for (const TensorPlan& t : PlanTensors(spec)) {
-    PAGODA_RETURN_IF_ERROR(AddRandomTensor(w, t, spec.seed, n_threads, buf));
+  for (const TensorPlan& t : random_model::PlanTensors(spec)) {
+    PAGODA_RETURN_IF_ERROR(GenerateTensor(t, spec.seed, n_threads, buf));
+    PAGODA_RETURN_IF_ERROR(
+        w.AddTensor(t.name, t.type, t.ne, std::move(buf)).WithContext("random model tensor '" + t.name + "'"));
   }
   return w;
 }
 
 Status WriteRandomModel(const RandomModelSpec& spec, const std::string& path) {
-  PAGODA_ASSIGN_OR_RETURN(GgufWriter w, BuildRandomModel(spec));
-  return w.Write(path);
+  PAGODA_ASSIGN_OR_RETURN(GgufWriter w, MetadataWriter(spec));
+  const std::vector<TensorPlan> plan = random_model::PlanTensors(spec);
+  for (const TensorPlan& t : plan) {
+    PAGODA_RETURN_IF_ERROR(w.DeclareTensor(t.name, t.type, t.ne).WithContext("random model tensor '" + t.name + "'"));
+  }
+  const int n_threads = ThreadCount(spec);
+  return w.WriteStreaming(path, [&](size_t i, std::vector<uint8_t>& bytes) {
+    return GenerateTensor(plan[i], spec.seed, n_threads, bytes).WithContext("random model tensor '" + plan[i].name + "'");
+  });
 }
 
 }  // namespace pagoda

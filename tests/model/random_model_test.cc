@@ -14,6 +14,7 @@
 #include "gguf/gguf_file.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/quantize_weights.h"
+#include "model/reference_forward.h"
 #include "support/test_paths.h"
 
 namespace pagoda {
@@ -294,6 +295,281 @@ TEST(RandomModelTest, RejectsInvalidSpecs) {
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("block size"), std::string::npos) << st.message();
   EXPECT_TRUE(bad([](RandomModelSpec&) {}).ok());
+}
+
+
+// ---- MoE / MLA ---------------------------------------------------------------
+
+RandomModelSpec MoeSpec(const std::string& arch) {
+  RandomModelSpec s = SmallSpec(arch);
+  s.n_expert = 4;
+  s.n_expert_used = 2;
+  s.n_ff_exp = 32;
+  if (arch == "qwen2moe") s.n_ff_shexp = 64;
+  if (arch == "deepseek2" || arch == "glm4moe") {
+    s.n_layer = 3;
+    s.n_layer_dense_lead = 1;
+    s.n_expert_shared = 1;
+  }
+  if (arch == "deepseek2") {
+    s.q_lora_rank = 32;
+    s.kv_lora_rank = 32;
+    s.qk_rope_dim = 8;
+    s.qk_nope_dim = 16;
+    s.v_head_dim = 16;
+  }
+  return s;
+}
+
+const GgufTensorInfo* Tensor(const GgufFile& f, const std::string& name) {
+  const GgufTensorInfo* t = f.FindTensor(name);
+  EXPECT_NE(t, nullptr) << name;
+  return t;
+}
+
+void ExpectShape(const GgufFile& f, const std::string& name, std::vector<int64_t> ne, DType type) {
+  const GgufTensorInfo* t = Tensor(f, name);
+  if (!t) return;
+  EXPECT_EQ(t->type, type) << name;
+  ASSERT_EQ(t->n_dims, int(ne.size())) << name;
+  for (size_t d = 0; d < ne.size(); ++d) EXPECT_EQ(t->ne[d], ne[d]) << name << " dim " << d;
+}
+
+TEST(RandomModelTest, Qwen2MoeHasExpertsAndGatedSharedExpert) {
+  RandomModelSpec s = MoeSpec("qwen2moe");
+  s.weight_type = DType::kF32;
+  s.expert_type = DType::kQ8_0;
+  auto f = WriteAndOpen(s, "qwen2moe.gguf");
+  ASSERT_NE(f, nullptr);
+  const DType f32 = DType::kF32, q8 = DType::kQ8_0;
+  ExpectShape(*f, "blk.1.ffn_gate_inp.weight", {64, 4}, f32);
+  ExpectShape(*f, "blk.1.ffn_gate_exps.weight", {64, 32, 4}, q8);
+  ExpectShape(*f, "blk.1.ffn_up_exps.weight", {64, 32, 4}, q8);
+  ExpectShape(*f, "blk.1.ffn_down_exps.weight", {32, 64, 4}, q8);
+  ExpectShape(*f, "blk.1.ffn_gate_inp_shexp.weight", {64}, f32);
+  ExpectShape(*f, "blk.1.ffn_down_shexp.weight", {64, 64}, f32);
+  ExpectShape(*f, "blk.0.attn_q.bias", {64}, f32);
+  EXPECT_EQ(f->FindTensor("blk.0.ffn_gate.weight"), nullptr);
+  const GgufMetadata& md = f->metadata();
+  ExpectInt(md, "qwen2moe.expert_count", 4);
+  ExpectInt(md, "qwen2moe.expert_used_count", 2);
+  ExpectInt(md, "qwen2moe.expert_feed_forward_length", 32);
+  ExpectInt(md, "qwen2moe.expert_shared_feed_forward_length", 64);
+  ExpectInt(md, "general.file_type", 7);  // the experts' type
+  EXPECT_FALSE(md.Has("qwen2moe.expert_weights_norm"));
+}
+
+TEST(RandomModelTest, LlamaWithExpertsIsMixtralShaped) {
+  RandomModelSpec s = MoeSpec("llama");
+  s.weight_type = DType::kF16;
+  auto f = WriteAndOpen(s, "mixtral.gguf");
+  ASSERT_NE(f, nullptr);
+  ExpectInt(f->metadata(), "llama.feed_forward_length", 32);  // Mixtral sizes experts by it
+  EXPECT_FALSE(f->metadata().Has("llama.expert_feed_forward_length"));
+  ExpectShape(*f, "blk.0.ffn_gate_exps.weight", {64, 32, 4}, DType::kF16);
+}
+
+TEST(RandomModelTest, Qwen3MoeMergedGateUpHoldsTheGateAndUpRows) {
+  RandomModelSpec s = MoeSpec("qwen3moe");
+  s.weight_type = DType::kF32;
+  auto split = WriteAndOpen(s, "qwen3moe_split.gguf");
+  s.merged_gate_up_exps = true;
+  auto merged = WriteAndOpen(s, "qwen3moe_merged.gguf");
+  ASSERT_TRUE(split && merged);
+  ExpectShape(*merged, "blk.0.ffn_gate_up_exps.weight", {64, 64, 4}, DType::kF32);
+  EXPECT_EQ(merged->FindTensor("blk.0.ffn_gate_exps.weight"), nullptr);
+  auto data = [](const GgufFile& f, const char* name) {
+    return static_cast<const float*>(f.View(*f.FindTensor(name)).data);
+  };
+  const float* gu = data(*merged, "blk.0.ffn_gate_up_exps.weight");
+  const float* g = data(*split, "blk.0.ffn_gate_exps.weight");
+  const float* u = data(*split, "blk.0.ffn_up_exps.weight");
+  const int64_t n = 64, f = 32;
+  for (int64_t e = 0; e < 4; ++e) {
+    EXPECT_EQ(0, std::memcmp(gu + e * 2 * f * n, g + e * f * n, f * n * 4)) << "expert " << e << " gate";
+    EXPECT_EQ(0, std::memcmp(gu + (e * 2 + 1) * f * n, u + e * f * n, f * n * 4)) << "expert " << e << " up";
+  }
+}
+
+TEST(RandomModelTest, Deepseek2LayoutsHoldTheSameNumbers) {
+  RandomModelSpec s = MoeSpec("deepseek2");
+  s.weight_type = DType::kF32;
+  s.mla_split_kv_b = false;
+  auto early = WriteAndOpen(s, "ds2_early.gguf");
+  s.mla_split_kv_b = true;
+  auto current = WriteAndOpen(s, "ds2_current.gguf");
+  ASSERT_TRUE(early && current);
+  const DType f32 = DType::kF32;
+  ExpectShape(*early, "blk.0.attn_kv_b.weight", {32, 4 * (16 + 16)}, f32);
+  ExpectShape(*current, "blk.0.attn_k_b.weight", {16, 32, 4}, f32);
+  ExpectShape(*current, "blk.0.attn_v_b.weight", {32, 16, 4}, f32);
+  ExpectShape(*current, "blk.0.attn_q_a.weight", {64, 32}, f32);
+  ExpectShape(*current, "blk.0.attn_q_b.weight", {32, 4 * 24}, f32);
+  ExpectShape(*current, "blk.0.attn_kv_a_mqa.weight", {64, 32 + 8}, f32);
+  ExpectShape(*current, "blk.0.attn_output.weight", {4 * 16, 64}, f32);
+  ExpectShape(*current, "blk.0.ffn_gate.weight", {64, 96}, f32);  // leading dense
+  ExpectShape(*current, "blk.1.ffn_gate_shexp.weight", {64, 32}, f32);
+  const GgufMetadata& me = early->metadata();
+  const GgufMetadata& mc = current->metadata();
+  ExpectInt(me, "deepseek2.attention.head_count_kv", 4);
+  ExpectInt(me, "deepseek2.attention.key_length", 24);
+  ExpectInt(me, "deepseek2.attention.value_length", 16);
+  EXPECT_FALSE(me.Has("deepseek2.attention.key_length_mla"));
+  ExpectInt(mc, "deepseek2.attention.head_count_kv", 1);
+  ExpectInt(mc, "deepseek2.attention.key_length", 40);
+  ExpectInt(mc, "deepseek2.attention.value_length", 32);
+  ExpectInt(mc, "deepseek2.attention.key_length_mla", 24);
+  ExpectInt(mc, "deepseek2.attention.value_length_mla", 16);
+  ExpectInt(mc, "deepseek2.attention.q_lora_rank", 32);
+  ExpectInt(mc, "deepseek2.attention.kv_lora_rank", 32);
+  ExpectInt(mc, "deepseek2.rope.dimension_count", 8);
+  ExpectInt(mc, "deepseek2.leading_dense_block_count", 1);
+  ExpectInt(mc, "deepseek2.expert_shared_count", 1);
+  // k_b[h] is W_UK[h] transposed, v_b[h] is W_UV[h]: the same floats.
+  auto data = [](const GgufFile& f, const char* name) {
+    return static_cast<const float*>(f.View(*f.FindTensor(name)).data);
+  };
+  const float* kv_b = data(*early, "blk.2.attn_kv_b.weight");
+  const float* k_b = data(*current, "blk.2.attn_k_b.weight");
+  const float* v_b = data(*current, "blk.2.attn_v_b.weight");
+  const int64_t L = 32, nope = 16, v = 16;
+  for (int64_t h = 0; h < 4; ++h) {
+    for (int64_t c = 0; c < L; ++c) {
+      for (int64_t i = 0; i < nope; ++i) ASSERT_EQ(k_b[(h * L + c) * nope + i], kv_b[(h * (nope + v) + i) * L + c]);
+    }
+    EXPECT_EQ(0, std::memcmp(v_b + h * v * L, kv_b + (h * (nope + v) + nope) * L, v * L * 4));
+  }
+  // And the reference forward agrees on the logits.
+  const testing::ReferenceModel re(*early), rc(*current);
+  const std::vector<int32_t> tokens = {1, 17, 250, 3, 99, 42, 7};
+  const auto le = re.Forward(tokens), lc = rc.Forward(tokens);
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    for (size_t i = 0; i < le[t].size(); ++i) ASSERT_NEAR(le[t][i], lc[t][i], 1e-9 * (1 + std::abs(le[t][i])));
+  }
+}
+
+TEST(RandomModelTest, Glm4MoeHasPostAttentionNormPartialRopeAndNextN) {
+  RandomModelSpec s = MoeSpec("glm4moe");
+  s.qk_norm = true;
+  s.nextn_predict_layers = 1;
+  s.exp_probs_b = true;
+  s.weight_type = DType::kF32;
+  auto f = WriteAndOpen(s, "glm4moe.gguf");
+  ASSERT_NE(f, nullptr);
+  const DType f32 = DType::kF32;
+  ExpectShape(*f, "blk.0.post_attention_norm.weight", {64}, f32);
+  EXPECT_EQ(f->FindTensor("blk.0.ffn_norm.weight"), nullptr);
+  ExpectShape(*f, "blk.1.attn_q_norm.weight", {16}, f32);
+  ExpectShape(*f, "blk.1.attn_k.bias", {32}, f32);
+  ExpectShape(*f, "blk.1.exp_probs_b.bias", {4}, f32);
+  ExpectShape(*f, "blk.2.nextn.eh_proj.weight", {128, 64}, f32);
+  ExpectShape(*f, "blk.2.nextn.embed_tokens.weight", {64, 300}, f32);
+  ExpectShape(*f, "blk.2.nextn.shared_head_head.weight", {64, 300}, f32);
+  ExpectShape(*f, "blk.2.nextn.enorm.weight", {64}, f32);
+  ExpectShape(*f, "blk.2.ffn_gate_exps.weight", {64, 32, 4}, f32);  // a whole block besides
+  EXPECT_EQ(f->FindTensor("blk.1.nextn.eh_proj.weight"), nullptr);
+  const GgufMetadata& md = f->metadata();
+  ExpectInt(md, "glm4moe.rope.dimension_count", 8);  // head_dim / 2
+  ExpectInt(md, "glm4moe.nextn_predict_layers", 1);
+  ExpectInt(md, "glm4moe.block_count", 3);
+  ExpectInt(md, "glm4moe.expert_gating_func", 2);
+}
+
+TEST(RandomModelTest, KQuantFallbackForShortMlaRows) {
+  RandomModelSpec s = MoeSpec("deepseek2");
+  s.n_embd = 256;
+  s.n_ff = 256;
+  s.n_ff_exp = 256;
+  s.kv_lora_rank = 256;
+  s.q_lora_rank = 0;
+  s.weight_type = DType::kQ4_K;
+  auto f = WriteAndOpen(s, "ds2_q4k.gguf");
+  ASSERT_NE(f, nullptr);
+  // Rows of 16 (qk_nope_dim): Q4_K falls back to Q5_0, whose block of 32
+  // does not fit either, then to F16.
+  EXPECT_EQ(Tensor(*f, "blk.0.attn_k_b.weight")->type, DType::kF16);
+  EXPECT_EQ(Tensor(*f, "blk.0.attn_v_b.weight")->type, DType::kQ4_K);
+  EXPECT_EQ(Tensor(*f, "blk.0.attn_output.weight")->type, DType::kQ5_0);  // rows of 64
+  ExpectShape(*f, "blk.0.attn_q.weight", {256, 4 * 24}, DType::kQ4_K);
+}
+
+TEST(RandomModelTest, StreamedFileEqualsTheInMemoryBuild) {
+  for (const char* arch : {"llama", "qwen2moe", "deepseek2", "glm4moe"}) {
+    RandomModelSpec s = MoeSpec(arch);
+    if (std::string(arch) == "llama") s = SmallSpec("llama");
+    s.weight_type = DType::kQ8_0;
+    s.n_threads = 2;
+    auto built = BuildRandomModel(s);
+    ASSERT_TRUE(built.ok()) << built.status().ToString();
+    const std::string path = TempPath(std::string("stream_") + arch + ".gguf");
+    ASSERT_TRUE(WriteRandomModel(s, path).ok());
+    std::ifstream in(path, std::ios::binary);
+    const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::filesystem::remove(path);
+    EXPECT_EQ(file, built->Serialize()) << arch;
+  }
+}
+
+TEST(RandomModelTest, RejectsInconsistentMoeAndMlaSpecs) {
+  auto bad = [](const std::string& arch, auto mutate) {
+    RandomModelSpec s = MoeSpec(arch);
+    mutate(s);
+    return ValidateRandomModelSpec(s);
+  };
+  auto message = [](const Status& st) { return st.message(); };
+  EXPECT_TRUE(bad("deepseek2", [](RandomModelSpec&) {}).ok());
+  EXPECT_TRUE(bad("qwen2moe", [](RandomModelSpec&) {}).ok());
+  EXPECT_TRUE(bad("glm4moe", [](RandomModelSpec&) {}).ok());
+  EXPECT_FALSE(bad("qwen3moe", [](RandomModelSpec& s) { s.n_expert = 0; s.n_expert_used = 0; s.n_ff_exp = 0; }).ok());
+  EXPECT_FALSE(bad("qwen3moe", [](RandomModelSpec& s) { s.n_expert_used = 5; }).ok());
+  EXPECT_FALSE(bad("qwen3moe", [](RandomModelSpec& s) { s.n_ff_exp = 0; }).ok());
+  EXPECT_FALSE(bad("qwen3moe", [](RandomModelSpec& s) { s.expert_weights_norm = true; }).ok());
+  EXPECT_FALSE(bad("qwen3moe", [](RandomModelSpec& s) { s.exp_probs_b = true; }).ok());
+  EXPECT_FALSE(bad("qwen3moe", [](RandomModelSpec& s) { s.n_expert_shared = 1; }).ok());
+  EXPECT_FALSE(bad("deepseek2", [](RandomModelSpec& s) { s.n_ff_shexp = 64; }).ok());
+  EXPECT_FALSE(bad("deepseek2", [](RandomModelSpec& s) { s.n_layer_dense_lead = 3; }).ok());
+  EXPECT_FALSE(bad("deepseek2", [](RandomModelSpec& s) { s.expert_gating_func = 3; }).ok());
+  EXPECT_FALSE(bad("deepseek2", [](RandomModelSpec& s) { s.n_expert_groups = 3; s.n_group_used = 1; }).ok());
+  EXPECT_FALSE(bad("deepseek2", [](RandomModelSpec& s) { s.n_expert_groups = 4; s.n_group_used = 1; }).ok());
+  EXPECT_FALSE(bad("deepseek2", [](RandomModelSpec& s) { s.n_expert_groups = 2; s.n_group_used = 3; }).ok());
+  EXPECT_FALSE(bad("deepseek2", [](RandomModelSpec& s) { s.n_group_used = 1; }).ok());
+  EXPECT_TRUE(bad("deepseek2", [](RandomModelSpec& s) { s.n_expert_groups = 2; s.n_group_used = 1; }).ok());
+  EXPECT_FALSE(bad("deepseek2", [](RandomModelSpec& s) { s.kv_lora_rank = 0; }).ok());
+  EXPECT_FALSE(bad("deepseek2", [](RandomModelSpec& s) { s.qk_rope_dim = 7; }).ok());
+  EXPECT_FALSE(bad("deepseek2", [](RandomModelSpec& s) { s.head_dim = 32; }).ok());
+  EXPECT_FALSE(bad("deepseek2", [](RandomModelSpec& s) { s.rope_scaling_orig_ctx = 64; }).ok());
+  EXPECT_FALSE(bad("deepseek2", [](RandomModelSpec& s) { s.rope_scaling_factor = 4; }).ok());  // no original ctx
+  EXPECT_TRUE(bad("deepseek2", [](RandomModelSpec& s) {
+                s.rope_scaling_factor = 4, s.rope_scaling_orig_ctx = 64, s.yarn_log_multiplier = 0.1f;
+              }).ok());
+  EXPECT_FALSE(bad("qwen3moe", [](RandomModelSpec& s) { s.kv_lora_rank = 32; }).ok());
+  EXPECT_FALSE(bad("qwen3moe", [](RandomModelSpec& s) { s.rope_scaling_factor = 4; s.rope_scaling_orig_ctx = 64; }).ok());
+  EXPECT_FALSE(bad("qwen2moe", [](RandomModelSpec& s) { s.nextn_predict_layers = 1; }).ok());
+  EXPECT_FALSE(bad("llama", [](RandomModelSpec& s) { s.qk_norm = true; }).ok());
+  EXPECT_FALSE(bad("qwen3", [](RandomModelSpec& s) { s.n_expert_used = 0; }).ok());  // qwen3 has no experts
+  const Status st = bad("qwen3moe", [](RandomModelSpec& s) { s.expert_type = DType::kQ4_K; });  // 64 % 256
+  EXPECT_NE(message(st).find("expert type"), std::string::npos) << message(st);
+  RandomModelSpec dense = SmallSpec("llama");
+  dense.n_expert_used = 2;  // experts fields without experts
+  EXPECT_FALSE(ValidateRandomModelSpec(dense).ok());
+}
+
+TEST(RandomModelTest, PresetsHaveTheRealShapes) {
+  RandomModelSpec s;
+  ASSERT_TRUE(ApplyRandomModelPreset("qwen3-30b-a3b", s).ok());
+  EXPECT_EQ(s.arch, "qwen3moe");
+  EXPECT_EQ(s.n_expert, 128);
+  s.weight_type = DType::kQ4_K;
+  EXPECT_TRUE(ValidateRandomModelSpec(s).ok());
+  RandomModelSpec k;
+  ASSERT_TRUE(ApplyRandomModelPreset("kanana-2-30b-a3b", k).ok());
+  k.weight_type = DType::kQ4_K;
+  EXPECT_TRUE(ValidateRandomModelSpec(k).ok()) << ValidateRandomModelSpec(k).message();
+  RandomModelSpec q;
+  ASSERT_TRUE(ApplyRandomModelPreset("qwen2moe-a2.7b", q).ok());
+  q.weight_type = DType::kQ4_0;
+  EXPECT_TRUE(ValidateRandomModelSpec(q).ok());
+  EXPECT_FALSE(ApplyRandomModelPreset("gpt-5", q).ok());
 }
 
 }  // namespace
