@@ -20,6 +20,8 @@ constexpr int32_t kEos = 2;
 
 struct Generation {
   std::vector<int32_t> ids;
+  std::vector<int32_t> runner_up;     // second-best id per generated position
+  std::vector<double> top2_gap;       // best minus second-best logit
   std::vector<std::vector<double>> probs;  // softmax of the raw logits, per generated position
 };
 
@@ -61,6 +63,12 @@ Generation GenerateGreedy(Model& model, const std::vector<int32_t>& prompt, int 
     if (!st.ok()) break;
     const int32_t next = Argmax(logits.data(), n_vocab);
     g.ids.push_back(next);
+    int32_t second = next == 0 ? 1 : 0;
+    for (int32_t i = 0; i < n_vocab; ++i) {
+      if (i != next && logits[i] > logits[second]) second = i;
+    }
+    g.runner_up.push_back(second);
+    g.top2_gap.push_back(static_cast<double>(logits[next]) - logits[second]);
     if (step < n_probs_positions) g.probs.push_back(SoftmaxDouble(logits.data(), n_vocab));
     if (next == kEos) break;
     batch.Clear();
@@ -90,6 +98,11 @@ struct GoldenCase {
   // and "A" position 5, the rest < 1e-3), llama_rope_scaled 5.3e-4 / 3.3e-4 /
   // 4.0e-4, qwen2 5.6e-5 / 1.3e-3 / 1.3e-3.
   double prob_tolerance;
+  // > 0: a greedy pick may also differ where llama.cpp's token is our
+  // runner-up within this many logits (MLA: llama.cpp b4747 rounds the
+  // decompressed per-head K and V to f16, we round the latent; the float64
+  // reference of reference_forward_moe.h differs from llama.cpp the same way).
+  double runner_up_margin = 0.0;
 };
 
 class GoldenTest : public ::testing::TestWithParam<GoldenCase> {};
@@ -116,9 +129,11 @@ TEST_P(GoldenTest, GreedyIdsAndTop5ProbabilitiesMatchLlamaCpp) {
     size_t n_same = 0;
     while (n_same < want.size() && n_same < got.ids.size() && got.ids[n_same] == want[n_same]) ++n_same;
     if (n_same < want.size()) {
-      const bool near_tie = cs.contains("min_top1_top2_logit_gap_position") &&
-                            cs["min_top1_top2_logit_gap_position"].get<size_t>() == n_same &&
-                            cs["min_top1_top2_logit_gap"].get<double>() < 0.01;
+      const bool near_tie = (cs.contains("min_top1_top2_logit_gap_position") &&
+                             cs["min_top1_top2_logit_gap_position"].get<size_t>() == n_same &&
+                             cs["min_top1_top2_logit_gap"].get<double>() < 0.01) ||
+                            (n_same < got.ids.size() && got.runner_up[n_same] == want[n_same] &&
+                             got.top2_gap[n_same] < c.runner_up_margin);
       EXPECT_TRUE(near_tie) << "greedy ids diverge at position " << n_same << ": got "
                             << (n_same < got.ids.size() ? got.ids[n_same] : -1) << ", want "
                             << want[n_same];
@@ -148,9 +163,12 @@ INSTANTIATE_TEST_SUITE_P(
                       GoldenCase{"synthetic/qwen2.gguf", "synthetic/qwen2.reference.json", 2e-3},
                       GoldenCase{"synthetic/qwen2moe.gguf", "synthetic/qwen2moe.reference.json", 4e-3},
                       GoldenCase{"synthetic/llama_moe.gguf", "synthetic/llama_moe.reference.json", 4e-3},
-                      GoldenCase{"synthetic/deepseek2.gguf", "synthetic/deepseek2.reference.json", 4e-3},
+                      // MLA: f16 rounding of the latent instead of llama.cpp's per-head K/V
+                      // (observed: 9.4e-3 / 5.8e-3 with the f16 cache; 6.2e-3 with an f32 cache,
+                      // which the float64 reference also shows).
+                      GoldenCase{"synthetic/deepseek2.gguf", "synthetic/deepseek2.reference.json", 1.2e-2, 0.05},
                       GoldenCase{"synthetic/deepseek2_v3style.gguf",
-                                 "synthetic/deepseek2_v3style.reference.json", 4e-3}),
+                                 "synthetic/deepseek2_v3style.reference.json", 8e-3, 0.05}),
     [](const ::testing::TestParamInfo<GoldenCase>& info) {
       std::string n = info.param.file;
       n = n.substr(n.rfind('/') + 1);
