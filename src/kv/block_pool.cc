@@ -34,7 +34,8 @@ int64_t Layout(const BlockPoolOptions& o, std::vector<int64_t>* k_offset, std::v
     const int64_t start = off;
     for (const KvLayerWidths& l : o.layers) {
       if (scale_offset != nullptr) scale_offset->push_back(off);
-      off += 2 * int64_t{l.n_head_kv} * o.block_size;  // one byte per (K or V, head, position)
+      // One byte per (K or V, head, position); a layer without V (MLA) has K's only.
+      off += (l.v > 0 ? 2 : 1) * int64_t{l.n_head_kv} * o.block_size;
     }
     off = start + RoundLine(off - start);
   }

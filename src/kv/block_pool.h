@@ -112,7 +112,10 @@ class BlockPool {
   void* v(BlockId b, int l) { return base_ + Checked(b) * block_bytes_ + v_offset_[l]; }
   // Scaled types: layer l's K / V scale bytes of the block, [n_head_kv][block_size].
   uint8_t* k_scales(BlockId b, int l) { return ScalesAt(b, l, 0); }
-  uint8_t* v_scales(BlockId b, int l) { return ScalesAt(b, l, int64_t{layers_[l].n_head_kv} * block_size_); }
+  // (A layer without V has no V scales: its v_scales are its K scales.)
+  uint8_t* v_scales(BlockId b, int l) {
+    return ScalesAt(b, l, layers_[l].v > 0 ? int64_t{layers_[l].n_head_kv} * block_size_ : 0);
+  }
 
  private:
   BlockPool() = default;

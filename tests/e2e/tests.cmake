@@ -4,6 +4,8 @@
 # test model. harness.mjs holds what the newer suites share.
 #   serve_openai      the routes through the client (chat, completions, n, stop, logprobs, ...)
 #   batch_invariance  16 concurrent greedy requests == `pagoda generate` alone, prefix cache on/off
+#                     (also on the qwen2moe / deepseek2 fixtures with f16 and FP8 KV)
+#   mla_kv_capacity   an MLA model's reported KV capacity is the latent's size in every KV dtype
 #   cache_invariance  every KV dtype: cold / warm / partly warm / batched / preempted == alone, greedy and seeded
 #   bad_input         every class of bad request: its 4xx and an OpenAI error object
 #   soak              PAGODA_SOAK_SECONDS (20) of valid, malformed and abandoned requests; no leaks
@@ -21,7 +23,7 @@
 find_program(PAGODA_NODE node)
 if(PAGODA_NODE)
   foreach(suite serve_openai batch_invariance cache_invariance bad_input soak pressure kv_integrity structured_outputs
-                gateway kv_events gateway_cluster gateway_rollout gateway_tls)
+                gateway kv_events gateway_cluster gateway_rollout gateway_tls mla_kv_capacity)
     add_test(NAME e2e_${suite}
              COMMAND ${PAGODA_NODE} ${CMAKE_CURRENT_LIST_DIR}/${suite}.test.mjs
                      $<TARGET_FILE:pagoda_cli> ${PAGODA_TESTDATA_DIR}/stories260K.gguf

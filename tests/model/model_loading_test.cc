@@ -80,9 +80,96 @@ Status LoadStatus(const std::string& path) {
   return model.ok() ? Status::Ok() : model.status();
 }
 
-TEST(ModelLoadingTest, RegistryKnowsTheDenseArchitectures) {
+TEST(ModelLoadingTest, RegistryKnowsTheArchitectures) {
   const auto names = ArchRegistry::Builtin().Names();
-  EXPECT_EQ(names, (std::vector<std::string>{"llama", "qwen2", "qwen3"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"deepseek2", "glm4moe", "llama", "qwen2", "qwen2moe", "qwen3",
+                                              "qwen3moe"}));
+}
+
+RandomModelSpec TinyMoeSpec(const std::string& arch) {
+  RandomModelSpec spec = TinySpec(arch);
+  spec.n_expert = 4;
+  spec.n_expert_used = 2;
+  spec.n_ff_exp = 64;
+  if (arch == "qwen2moe") spec.n_ff_shexp = 64;
+  if (arch == "deepseek2") {
+    spec.n_layer_dense_lead = 1;
+    spec.n_expert_shared = 1;
+    spec.q_lora_rank = 32;
+    spec.kv_lora_rank = 32;
+    spec.qk_rope_dim = 16;
+    spec.qk_nope_dim = 16;
+    spec.v_head_dim = 16;
+    spec.mla_split_kv_b = true;
+  }
+  return spec;
+}
+
+TEST(ModelLoadingTest, LoadsEveryMoeArchitecture) {
+  for (const char* arch : {"llama", "qwen2moe", "qwen3moe", "deepseek2"}) {
+    const std::string path = WriteEdited(std::string("ok_moe_") + arch, TinyMoeSpec(arch), {});
+    EXPECT_TRUE(LoadStatus(path).ok()) << arch << ": " << LoadStatus(path).ToString();
+  }
+}
+
+TEST(ModelLoadingTest, ExpertUsedCountAboveExpertCountIsNamed) {
+  Edit e;
+  e.metadata = [](GgufMetadata& md) { md.Set("qwen3moe.expert_used_count", uint32_t{5}); };
+  const Status st = LoadStatus(WriteEdited("moe_used", TinyMoeSpec("qwen3moe"), e));
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("pagoda_loading_moe_used.gguf"));
+  EXPECT_THAT(st.message(), HasSubstr("qwen3moe.expert_used_count"));
+}
+
+TEST(ModelLoadingTest, ExpertCountThatDisagreesWithTheTensorsIsNamed) {
+  Edit e;
+  e.metadata = [](GgufMetadata& md) { md.Set("qwen2moe.expert_count", uint32_t{6}); };
+  const Status st = LoadStatus(WriteEdited("moe_count", TinyMoeSpec("qwen2moe"), e));
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("pagoda_loading_moe_count.gguf"));
+  EXPECT_THAT(st.message(), HasSubstr("blk.0.ffn_gate_inp.weight"));
+}
+
+TEST(ModelLoadingTest, ExpertTensorOfTheWrongShapeIsNamed) {
+  Edit e;
+  e.reshape = [](const std::string& name, std::vector<int64_t>& ne) {
+    if (name == "blk.1.ffn_down_exps.weight") ne[2] = 3;  // 3 experts instead of 4
+  };
+  const Status st = LoadStatus(WriteEdited("moe_shape", TinyMoeSpec("llama"), e));
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("blk.1.ffn_down_exps.weight"));
+  EXPECT_THAT(st.message(), HasSubstr("[64, 64, 3]"));
+}
+
+TEST(ModelLoadingTest, MissingRouterIsNamed) {
+  Edit e;
+  e.keep = [](const std::string& name) { return name != "blk.1.ffn_gate_inp.weight"; };
+  const Status st = LoadStatus(WriteEdited("moe_router", TinyMoeSpec("qwen3moe"), e));
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("pagoda_loading_moe_router.gguf"));
+  EXPECT_THAT(st.message(), HasSubstr("blk.1.ffn_gate_inp.weight"));
+}
+
+TEST(ModelLoadingTest, MlaRankThatDisagreesWithTheTensorsIsNamed) {
+  Edit e;
+  // The split layout's key_length (kv_lora + rope) changes with the rank too.
+  e.metadata = [](GgufMetadata& md) {
+    md.Set("deepseek2.attention.kv_lora_rank", uint32_t{48});
+    md.Set("deepseek2.attention.key_length", uint32_t{64});
+    md.Set("deepseek2.attention.value_length", uint32_t{48});
+  };
+  const Status st = LoadStatus(WriteEdited("mla_rank", TinyMoeSpec("deepseek2"), e));
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("pagoda_loading_mla_rank.gguf"));
+  EXPECT_THAT(st.message(), HasSubstr("blk.0.attn_kv_a_mqa.weight"));
+}
+
+TEST(ModelLoadingTest, MlaKeysOfTheWrongLayoutAreNamed) {
+  Edit e;
+  e.metadata = [](GgufMetadata& md) { md.Set("deepseek2.attention.head_count_kv", uint32_t{4}); };
+  const Status st = LoadStatus(WriteEdited("mla_layout", TinyMoeSpec("deepseek2"), e));
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("head_count_kv 1"));
 }
 
 TEST(ModelLoadingTest, LoadsEveryDenseArchitecture) {
