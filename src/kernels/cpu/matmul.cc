@@ -203,7 +203,7 @@ void MatMulReference(const TensorView& w, const float* x, int64_t n_tokens, floa
 
 namespace {
 
-// One weight of a shared-input call, resolved to its plan and activations.
+// One weight of a call, resolved to its plan and activations.
 struct Part {
   const internal::Plan* plan;
   const uint8_t* wdata;
@@ -212,6 +212,7 @@ struct Part {
   const uint8_t* act;
   int64_t act_stride;
   float* y;
+  int64_t n_in, n_tokens;
 };
 
 // Rows are handed out in grains of whole row chunks from a shared counter,
@@ -220,10 +221,9 @@ struct Part {
 // about one chunk of each other, even when one of them is preempted or slowed
 // by a neighbour on its core, at a few atomic operations per call.
 struct Job {
-  Part parts[kMaxMatMulTargets];
-  int n_parts = 0;
-  int64_t n_in = 0, n_tokens = 0, total_chunks = 0, grain_div = 2, panel_bytes = 0;
-  int64_t macs = 0;  // n_tokens * n_in * rows of all parts
+  const Part* parts = nullptr;
+  int64_t total_chunks = 0, grain_div = 2, panel_bytes = 0;
+  int64_t macs = 0;  // multiply-adds of all parts
   std::atomic<int64_t> next{0};
 
   void Work() {
@@ -234,7 +234,7 @@ struct Job {
       const int64_t take = std::max<int64_t>(1, (total_chunks - g0) / grain_div);
       if (!next.compare_exchange_weak(g0, g0 + take, std::memory_order_relaxed)) continue;
       const int64_t g1 = g0 + take;
-      int i = 0;
+      int64_t i = 0;
       for (int64_t c = g0; c < g1; ++c) {
         while (c >= parts[i].chunk0 + parts[i].n_chunks) ++i;
         const Part& pt = parts[i];
@@ -243,11 +243,11 @@ struct Job {
         const int64_t nr = std::min(p.row_chunk, pt.n_out - r0);
         const uint8_t* wr = pt.wdata + r0 * pt.w_stride;
         if (p.pack_rows) {
-          const int64_t ps = p.panel_row_bytes(n_in);
-          p.pack_rows(pt.type, wr, pt.w_stride, nr, n_in, panel);
-          p.compute(panel, ps, nr, pt.act, pt.act_stride, n_tokens, n_in, pt.y + r0, pt.n_out);
+          const int64_t ps = p.panel_row_bytes(pt.n_in);
+          p.pack_rows(pt.type, wr, pt.w_stride, nr, pt.n_in, panel);
+          p.compute(panel, ps, nr, pt.act, pt.act_stride, pt.n_tokens, pt.n_in, pt.y + r0, pt.n_out);
         } else {
-          p.compute(wr, pt.w_stride, nr, pt.act, pt.act_stride, n_tokens, n_in, pt.y + r0, pt.n_out);
+          p.compute(wr, pt.w_stride, nr, pt.act, pt.act_stride, pt.n_tokens, pt.n_in, pt.y + r0, pt.n_out);
         }
       }
       g0 = next.load(std::memory_order_relaxed);
@@ -255,72 +255,93 @@ struct Job {
   }
 };
 
+thread_local std::vector<Part> t_parts;
+thread_local std::vector<int64_t> t_act_offset;
+thread_local std::vector<const float*> t_x;
+thread_local std::vector<uint8_t> t_converts;
+
 }  // namespace
 
-void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t n_tokens, ThreadPool& pool) {
-  if (n_tokens <= 0 || targets.empty()) return;
-  PAGODA_CHECK(targets.size() <= static_cast<size_t>(kMaxMatMulTargets)) << "too many MatMul targets";
+void MatMulGrouped(std::span<const MatMulGroupTarget> targets, ThreadPool& pool) {
+  std::vector<Part>& parts = t_parts;
+  std::vector<int64_t>& act_offset = t_act_offset;
+  std::vector<const float*>& xs = t_x;  // [part] its input rows
+  std::vector<uint8_t>& converts = t_converts;  // [part] converts its activation copy
+  parts.clear();
+  act_offset.clear();
+  xs.clear();
+  converts.clear();
   Job job;
-  job.n_in = targets[0].w->ne[0];
-  job.n_tokens = n_tokens;
-  job.n_parts = static_cast<int>(targets.size());
-  // Activation layouts: parts whose plans convert x the same way share one.
-  int64_t act_offset[kMaxMatMulTargets];
-  int64_t act_bytes = 0;
-  for (int i = 0; i < job.n_parts; ++i) {
-    const TensorView& w = *targets[i].w;
-    PAGODA_CHECK(w.ne[0] == job.n_in) << "MatMulShared: " << w.name << " has a different input width";
-    Part& pt = job.parts[i];
-    pt.plan = SelectPackedPlan(w.type, w.packed, w.packed_isa, n_tokens);
+  int64_t act_bytes = 0, convert_elems = 0;
+  for (const MatMulGroupTarget& t : targets) {
+    if (t.n_tokens <= 0) continue;
+    const TensorView& w = *t.w;
+    Part pt{};
+    pt.n_in = w.ne[0];
+    pt.n_tokens = t.n_tokens;
+    pt.plan = SelectPackedPlan(w.type, w.packed, w.packed_isa, t.n_tokens);
     if (pt.plan != nullptr) {
       pt.wdata = static_cast<const uint8_t*>(w.packed);
-      pt.w_stride = PackedRowStride(w.type, w.packed_isa, job.n_in);
+      pt.w_stride = PackedRowStride(w.type, w.packed_isa, pt.n_in);
     } else {
-      pt.plan = SelectPlan(w.type, n_tokens);
+      pt.plan = SelectPlan(w.type, t.n_tokens);
       PAGODA_CHECK(pt.plan != nullptr) << "no MatMul kernel for " << DTypeName(w.type);
       pt.wdata = static_cast<const uint8_t*>(w.data);
       pt.w_stride = w.row_bytes();
     }
     pt.n_out = w.rows();
     pt.type = w.type;
-    pt.y = targets[i].y;
-    pt.act_stride = (pt.plan->act_row_bytes(job.n_in) + 63) / 64 * 64;
+    pt.y = t.y;
+    pt.act_stride = (pt.plan->act_row_bytes(pt.n_in) + 63) / 64 * 64;
     pt.chunk0 = job.total_chunks;
     pt.n_chunks = (pt.n_out + pt.plan->row_chunk - 1) / pt.plan->row_chunk;
     job.total_chunks += pt.n_chunks;
-    job.macs += n_tokens * job.n_in * pt.n_out;
+    job.macs += t.n_tokens * pt.n_in * pt.n_out;
     if (pt.plan->pack_rows) {
-      job.panel_bytes = std::max(job.panel_bytes, pt.plan->panel_row_bytes(job.n_in) * pt.plan->row_chunk);
+      job.panel_bytes = std::max(job.panel_bytes, pt.plan->panel_row_bytes(pt.n_in) * pt.plan->row_chunk);
     }
-    act_offset[i] = -1;
-    for (int j = 0; j < i; ++j) {
-      if (job.parts[j].plan->convert_act == pt.plan->convert_act) act_offset[i] = act_offset[j];
+    // Parts that read the same rows of x and convert them the same way share
+    // one activation copy (Q/K/V, gate/up, Q4_K and Q6_K weights alike).
+    int64_t off = -1;
+    for (size_t j = 0; j < parts.size() && off < 0; ++j) {
+      const Part& o = parts[j];
+      if (xs[j] == t.x && o.n_in == pt.n_in && o.n_tokens == pt.n_tokens &&
+          o.plan->convert_act == pt.plan->convert_act) {
+        off = act_offset[j];
+      }
     }
-    if (act_offset[i] < 0) {
-      act_offset[i] = act_bytes;
-      act_bytes += pt.act_stride * n_tokens;
+    converts.push_back(off < 0);
+    if (off < 0) {
+      off = act_bytes;
+      act_bytes += pt.act_stride * pt.n_tokens;
+      convert_elems += pt.n_tokens * pt.n_in;
     }
+    act_offset.push_back(off);
+    parts.push_back(pt);
+    xs.push_back(t.x);
   }
+  if (parts.empty()) return;
   uint8_t* act = t_act_scratch.Get(static_cast<size_t>(act_bytes));
+  for (size_t i = 0; i < parts.size(); ++i) parts[i].act = act + act_offset[i];
   const int nth = pool.size();
-  for (int i = 0; i < job.n_parts; ++i) {
-    Part& pt = job.parts[i];
-    pt.act = act + act_offset[i];
-    bool first = true;
-    for (int j = 0; j < i; ++j) first = first && act_offset[j] != act_offset[i];
-    if (!first) continue;
-    uint8_t* dst = act + act_offset[i];
-    const int64_t n_in = job.n_in, as = pt.act_stride;
-    const auto convert = pt.plan->convert_act;
-    if (n_tokens * n_in >= kParallelConvertElems && nth > 1) {
-      pool.Run([&](int ith, int n) {
-        for (int64_t t = ith; t < n_tokens; t += n) convert(x + t * n_in, n_in, dst + t * as);
-      });
-    } else {
-      for (int64_t t = 0; t < n_tokens; ++t) convert(x + t * n_in, n_in, dst + t * as);
+  auto convert_rows = [&](int ith, int n) {
+    int64_t row = 0;  // rows of all converted parts, dealt round-robin
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (!converts[i]) continue;
+      const Part& pt = parts[i];
+      uint8_t* dst = act + act_offset[i];
+      for (int64_t t = 0; t < pt.n_tokens; ++t, ++row) {
+        if (row % n == ith) pt.plan->convert_act(xs[i] + t * pt.n_in, pt.n_in, dst + t * pt.act_stride);
+      }
     }
+  };
+  if (convert_elems >= kParallelConvertElems && nth > 1) {
+    pool.Run(convert_rows);
+  } else {
+    convert_rows(0, 1);
   }
 
+  job.parts = parts.data();
   job.grain_div = 2 * nth;
   if (nth > 1 && job.total_chunks > 1 && job.macs >= kMinParallelMacs) {
     // Captures one reference, so std::function stores it without allocating.
@@ -328,6 +349,18 @@ void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t
   } else {
     job.Work();
   }
+}
+
+void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t n_tokens, ThreadPool& pool) {
+  if (n_tokens <= 0 || targets.empty()) return;
+  PAGODA_CHECK(targets.size() <= static_cast<size_t>(kMaxMatMulTargets)) << "too many MatMul targets";
+  MatMulGroupTarget g[kMaxMatMulTargets];
+  for (size_t i = 0; i < targets.size(); ++i) {
+    PAGODA_CHECK(targets[i].w->ne[0] == targets[0].w->ne[0])
+        << "MatMulShared: " << targets[i].w->name << " has a different input width";
+    g[i] = MatMulGroupTarget{targets[i].w, x, n_tokens, targets[i].y};
+  }
+  MatMulGrouped(std::span<const MatMulGroupTarget>(g, targets.size()), pool);
 }
 
 void MatMul(const TensorView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {

@@ -38,6 +38,23 @@ inline constexpr int kMaxMatMulTargets = 8;
 // CheckMatMulWeight and have the same ne0. Same results as separate MatMuls.
 void MatMulShared(std::span<const MatMulTarget> targets, const float* x, int64_t n_tokens, ThreadPool& pool);
 
+// One weight of a MatMulGrouped call, with its own input rows:
+// y = x * w^T, x: [n_tokens, w.ne[0]], y: [n_tokens, w.rows()].
+struct MatMulGroupTarget {
+  const TensorView* w;
+  const float* x;
+  int64_t n_tokens;
+  float* y;
+};
+
+// MatMul of any number of weights, each on its own rows (the experts of an
+// MoE layer, each with the tokens routed to it), in one pool Run: the rows of
+// all weights are shared out together, so a step with many small matrices
+// syncs once. Targets with the same x, width and activation layout share one
+// converted copy. Every w must have passed CheckMatMulWeight. Each target's
+// result is exactly what MatMul(w, x, n_tokens, y) gives.
+void MatMulGrouped(std::span<const MatMulGroupTarget> targets, ThreadPool& pool);
+
 // Scalar reference twin (dequantize row, double accumulation). For tests.
 void MatMulReference(const TensorView& w, const float* x, int64_t n_tokens, float* y);
 

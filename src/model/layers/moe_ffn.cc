@@ -121,75 +121,83 @@ Result<std::unique_ptr<MoeFfn>> MoeFfn::Load(const WeightLoader& w, int layer, c
 int64_t MoeFfn::ScratchFloats(int64_t n) const {
   const int64_t k = cfg_.n_expert_used;
   int64_t s = Round16(n * cfg_.n_expert) + Round16(2 * cfg_.n_expert) + 2 * Round16(n * k) +
-              Round16(2 * cfg_.n_expert + 1) + Round16(n * k) + 2 * Round16(n * n_embd_) +
-              2 * Round16(n * cfg_.n_ff_exp);
+              Round16(2 * cfg_.n_expert + 1) + Round16(n * k) + 2 * Round16(n * k * n_embd_) +
+              2 * Round16(n * k * cfg_.n_ff_exp);
   if (shared_) s += Round16(n * n_embd_) + shared_->ScratchFloats(n);
   return s;
 }
 
 void MoeFfn::Forward(const ForwardContext& ctx, const float* x, float* out) const {
   const int64_t n = ctx.n_tokens, k = cfg_.n_expert_used, n_exp = cfg_.n_expert, E = n_embd_;
+  const int64_t F = cfg_.n_ff_exp, nk = n * k;
   float* logits = ctx.scratch;                                        // [n, n_expert]
   float* route_scratch = logits + Round16(n * n_exp);                 // [2 * n_expert]
   auto* ids = reinterpret_cast<int32_t*>(route_scratch + Round16(2 * n_exp));  // [n, k]
-  float* wts = reinterpret_cast<float*>(ids) + Round16(n * k);       // [n, k]
-  auto* start = reinterpret_cast<int32_t*>(wts + Round16(n * k));     // [2 * n_expert + 1]
-  auto* pairs = start + Round16(2 * n_exp + 1);                       // [n * k] (token * k + slot)
-  float* xe = reinterpret_cast<float*>(pairs) + Round16(n * k);      // [n, n_embd] gathered rows
-  float* ye = xe + Round16(n * E);                                    // [n, n_embd]
-  float* gate = ye + Round16(n * E);                                  // [n, n_ff_exp]
-  float* up = gate + Round16(n * cfg_.n_ff_exp);                      // [n, n_ff_exp]
+  float* wts = reinterpret_cast<float*>(ids) + Round16(nk);          // [n, k]
+  auto* start = reinterpret_cast<int32_t*>(wts + Round16(nk));        // [2 * n_expert + 1]
+  auto* pairs = start + Round16(2 * n_exp + 1);                       // [n * k] token * k + slot, by expert
+  float* xg = reinterpret_cast<float*>(pairs) + Round16(nk);         // [n * k, n_embd] rows by expert
+  float* ye = xg + Round16(nk * E);                                   // [n * k, n_embd]
+  float* gate = ye + Round16(nk * E);                                 // [n * k, n_ff_exp]
+  float* up = gate + Round16(nk * F);                                 // [n * k, n_ff_exp]
 
   kernels::MatMul(router_, x, n, logits, *ctx.pool);
   for (int64_t t = 0; t < n; ++t) {
     RouteToken(cfg_, logits + t * n_exp, bias_, ids + t * k, wts + t * k, route_scratch);
   }
   // Phase of each token from the runs (decode tokens may use decode copies).
-  std::vector<uint8_t> phase_of(n, 0);
+  thread_local std::vector<uint8_t> phase_of;
+  thread_local std::vector<int32_t> fill;
+  phase_of.assign(n, 0);
   for (const PhaseRun& r : ctx.runs) {
     std::fill(phase_of.begin() + r.begin, phase_of.begin() + r.begin + r.n, static_cast<uint8_t>(r.phase));
   }
-  // Counting sort of the (token, slot) pairs by (expert, phase).
+  // Counting sort of the (token, slot) pairs by (expert, phase): group
+  // g = 2 * expert + phase holds pairs [start[g], start[g + 1]).
   std::fill(start, start + 2 * n_exp + 1, 0);
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t j = 0; j < k; ++j) ++start[ids[t * k + j] * 2 + phase_of[t] + 1];
   }
   for (int64_t b = 0; b < 2 * n_exp; ++b) start[b + 1] += start[b];
-  {
-    std::vector<int32_t> fill(start, start + 2 * n_exp);
-    for (int64_t t = 0; t < n; ++t) {
-      for (int64_t j = 0; j < k; ++j) pairs[fill[ids[t * k + j] * 2 + phase_of[t]]++] = static_cast<int32_t>(t * k + j);
-    }
+  fill.assign(start, start + 2 * n_exp);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t j = 0; j < k; ++j) pairs[fill[ids[t * k + j] * 2 + phase_of[t]]++] = static_cast<int32_t>(t * k + j);
   }
+  for (int64_t p = 0; p < nk; ++p) std::memcpy(xg + p * E, x + (pairs[p] / k) * E, E * sizeof(float));
 
-  std::fill(out, out + n * E, 0.0f);
+  // Every selected expert's gate and up in one pool run, then every down.
+  thread_local std::vector<kernels::MatMulGroupTarget> gu, down;
+  gu.clear();
+  down.clear();
   int64_t bytes_read = 0;
-  for (int64_t e = 0; e < n_exp; ++e) {
-    for (int ph = 0; ph < kPhaseCount; ++ph) {
-      const int32_t b = start[e * 2 + ph], m = start[e * 2 + ph + 1] - b;
-      if (m == 0) continue;
-      const Phase phase = static_cast<Phase>(ph);
-      bytes_read += gate_[e][phase].nbytes + up_[e][phase].nbytes + down_[e][phase].nbytes;
-      for (int32_t i = 0; i < m; ++i) {
-        std::memcpy(xe + i * E, x + (pairs[b + i] / k) * E, E * sizeof(float));
-      }
-      const kernels::MatMulTarget gu[] = {{&gate_[e][phase], gate}, {&up_[e][phase], up}};
-      kernels::MatMulShared(gu, xe, m, *ctx.pool);
-      kernels::SiluMul(gate, up, m * cfg_.n_ff_exp, gate);
-      kernels::MatMul(down_[e][phase], gate, m, ye, *ctx.pool);
-      for (int32_t i = 0; i < m; ++i) {
-        const int32_t pair = pairs[b + i];
-        const float wt = wts[pair];
-        float* o = out + (pair / k) * E;
-        const float* y = ye + i * E;
-        for (int64_t d = 0; d < E; ++d) o[d] += wt * y[d];
-      }
-    }
+  for (int64_t g = 0; g < 2 * n_exp; ++g) {
+    const int32_t b = start[g], m = start[g + 1] - b;
+    if (m == 0) continue;
+    const int64_t e = g / 2;
+    const Phase phase = static_cast<Phase>(g % 2);
+    gu.push_back({&gate_[e][phase], xg + b * E, m, gate + b * F});
+    gu.push_back({&up_[e][phase], xg + b * E, m, up + b * F});
+    down.push_back({&down_[e][phase], gate + b * F, m, ye + b * E});
+    bytes_read += gate_[e][phase].nbytes + up_[e][phase].nbytes + down_[e][phase].nbytes;
   }
+  kernels::MatMulGrouped(gu, *ctx.pool);
+  kernels::SiluMul(gate, up, nk * F, gate);
+  kernels::MatMulGrouped(down, *ctx.pool);
   if (ctx.stats != nullptr) ctx.stats->expert_bytes += bytes_read;
 
+  // Each token's experts are summed in increasing expert order (the order of
+  // the groups), whatever else the batch holds.
+  std::fill(out, out + n * E, 0.0f);
+  for (int64_t p = 0; p < nk; ++p) {
+    const int32_t pair = pairs[p];
+    const float wt = wts[pair];
+    float* o = out + (pair / k) * E;
+    const float* y = ye + p * E;
+    for (int64_t d = 0; d < E; ++d) o[d] += wt * y[d];
+  }
+
   if (shared_) {
-    float* sh = up + Round16(n * cfg_.n_ff_exp);  // [n, n_embd]
+    float* sh = up + Round16(nk * F);  // [n, n_embd]
     ForwardContext sub = ctx;
     sub.scratch = sh + Round16(n * E);
     shared_->Forward(sub, x, sh);
