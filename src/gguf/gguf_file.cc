@@ -37,23 +37,41 @@ Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
   f->path_ = path;
   f->map_ = static_cast<const uint8_t*>(map);
   f->size_ = size;
-  auto parsed = ParseGguf(f->map_, size);
-  if (!parsed.ok()) return parsed.status().WithContext(path);
-  f->version_ = parsed->version;
-  f->alignment_ = parsed->alignment;
-  f->data_offset_ = parsed->data_offset;
-  f->metadata_ = std::move(parsed->metadata);
-  f->tensors_ = std::move(parsed->tensors);
-  for (size_t i = 0; i < f->tensors_.size(); ++i) {
-    if (!f->tensor_index_.emplace(f->tensors_[i].name, i).second) {
-      return DataLoss(path + ": duplicate tensor name '" + f->tensors_[i].name + "'");
-    }
-  }
+  PAGODA_RETURN_IF_ERROR(f->Index());
   return f;
 }
 
+Result<std::unique_ptr<GgufFile>> GgufFile::FromMemory(std::string name, const uint8_t* data, uint64_t size) {
+  std::unique_ptr<GgufFile> f(new GgufFile());
+  f->path_ = std::move(name);
+  // new[] aligns to __STDCPP_DEFAULT_NEW_ALIGNMENT__ (16 on x86-64): enough
+  // for scalar reads of the views; Open's mmap is page-aligned.
+  f->owned_ = std::make_unique_for_overwrite<uint8_t[]>(size);
+  if (size > 0) std::memcpy(f->owned_.get(), data, size);
+  f->map_ = f->owned_.get();
+  f->size_ = size;
+  PAGODA_RETURN_IF_ERROR(f->Index());
+  return f;
+}
+
+Status GgufFile::Index() {
+  auto parsed = ParseGguf(map_, size_);
+  if (!parsed.ok()) return parsed.status().WithContext(path_);
+  version_ = parsed->version;
+  alignment_ = parsed->alignment;
+  data_offset_ = parsed->data_offset;
+  metadata_ = std::move(parsed->metadata);
+  tensors_ = std::move(parsed->tensors);
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (!tensor_index_.emplace(tensors_[i].name, i).second) {
+      return DataLoss(path_ + ": duplicate tensor name '" + tensors_[i].name + "'");
+    }
+  }
+  return Status::Ok();
+}
+
 GgufFile::~GgufFile() {
-  if (map_) ::munmap(const_cast<uint8_t*>(map_), size_);
+  if (map_ && !owned_) ::munmap(const_cast<uint8_t*>(map_), size_);
 }
 
 const GgufTensorInfo* GgufFile::FindTensor(std::string_view name) const {

@@ -1,8 +1,8 @@
-// GgufFile: a GGUF (v2/v3) file opened read-only. Owns the mmap; every
-// TensorView it hands out points into the mapping and must not outlive the
-// GgufFile (share it as shared_ptr<const GgufFile>). Open() validates the whole
-// header, metadata and tensor table against the file size, so views are always
-// in bounds; tensor data is never copied.
+// GgufFile: a GGUF (v2/v3) file opened read-only. Owns the mmap (or, from
+// FromMemory, a heap copy); every TensorView it hands out points into it and
+// must not outlive the GgufFile (share it as shared_ptr<const GgufFile>).
+// Open() validates the whole header, metadata and tensor table against the
+// file size, so views are always in bounds; tensor data is never copied.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,10 @@ struct GgufTensorInfo {
 class GgufFile {
  public:
   static Result<std::unique_ptr<GgufFile>> Open(const std::string& path);
+  // A GGUF image in memory (fuzzers, tests): the bytes are copied into a
+  // buffer the GgufFile owns, exactly `size` long so that ASan sees any read
+  // past it; `name` stands for the path in errors and path().
+  static Result<std::unique_ptr<GgufFile>> FromMemory(std::string name, const uint8_t* data, uint64_t size);
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
@@ -49,10 +53,13 @@ class GgufFile {
 
  private:
   GgufFile() = default;
+  // Parses map_[0, size_) and builds the tensor index.
+  Status Index();
   std::string path_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
-  const uint8_t* map_ = nullptr;
+  const uint8_t* map_ = nullptr;  // mmap'd unless owned_ holds the bytes
+  std::unique_ptr<uint8_t[]> owned_;
   uint64_t size_ = 0;
   uint64_t data_offset_ = 0;
   GgufMetadata metadata_;

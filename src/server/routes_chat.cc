@@ -111,6 +111,7 @@ void HandleChat(ServeContext& ctx, const http::Request& request, std::shared_ptr
     po.format = chat_format;
     po.tools = !tools.empty();
     po.reasoning_open = cr.reasoning_open;
+    po.functions = tools;  // GLM-4.5 reads each argument back by its schema
     po.make_id = [mistral = chat_format.dialect == chat::ToolDialect::kMistral](int) {
       // "call_<24 hex>"; Mistral templates insist on 9 alphanumerics.
       const std::string hex = api::NewResponseId("x").substr(2);

@@ -53,6 +53,23 @@ const std::vector<KnownPre>& KnownPres() {
         R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
        false},
       {"gpt-2", {kGpt2Regex}, false},
+      // o200k_base (tiktoken), as HF conversions of GPT-4o write it; also
+      // Kanana-2's tokenizer.json (llama.cpp's "kanana2" is GPT4O too).
+      {"gpt-4o",
+       {R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|)"
+        R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|)"
+        R"(\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+       false},
+      // Kimi K2: tokenization_kimi.py's pat_str verbatim (Rust syntax, class
+      // intersections), as a tokenizer.json converted from its tiktoken.model
+      // spells it; the model ships no tokenizer.json of its own.
+      {"kimi-k2",
+       {R"([\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+)"
+        R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|)"
+        R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*)"
+        R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|)"
+        R"(\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+       false},
   };
   return kPres;
 }
@@ -81,10 +98,11 @@ Result<const KnownPre*> RecognizePre(const std::vector<std::string>& regexes) {
     for (size_t i = 0; i < regexes.size() && same; ++i) same = Canonical(regexes[i]) == pre.regexes[i];
     if (same) return &pre;
   }
-  std::string list;
+  std::string list, known;
   for (const std::string& r : regexes) list += (list.empty() ? "" : ", ") + Q(r);
+  for (const KnownPre& pre : KnownPres()) known += (known.empty() ? "" : ", ") + std::string(pre.name);
   return Unimplemented("unsupported pre-tokenizer: no known tokenizer.ggml.pre splits with the "
-                       "regexes [" + list + "] (known: llama-bpe, qwen2, deepseek-v3, gpt-2)");
+                       "regexes [" + list + "] (known: " + known + ")");
 }
 
 // ---------------------------------------------------------------------------
@@ -123,6 +141,10 @@ struct Pipeline {
   bool add_space_prefix = false;
   bool nfc = false;  // Unicode NFC before anything else
   std::vector<std::string> regexes;
+  // A Split kept only its matches (behavior Removed, inverted), as tiktoken
+  // conversions write GPT-4o's split: the same pieces as Isolated when the
+  // one regex matches every character, which every single-regex known pre does.
+  bool split_keeps_matches = false;
 };
 
 Status ReadNormalizer(const Json& root, Pipeline* p) {
@@ -153,11 +175,13 @@ Status ReadSplit(const Json& n, Pipeline* p) {
   if (!pattern.is_object() || !pattern.contains("Regex") || !pattern["Regex"].is_string()) {
     return Unimplemented("unsupported Split pre-tokenizer pattern " + pattern.dump());
   }
-  if (n.value("behavior", "") != "Isolated" || n.value("invert", false)) {
-    return Unimplemented("unsupported Split pre-tokenizer: behavior " +
-                         Q(n.value("behavior", "")) + ", invert " +
-                         (n.value("invert", false) ? "true" : "false") +
-                         " (only Isolated, not inverted)");
+  const std::string behavior = n.value("behavior", "");
+  const bool invert = n.value("invert", false);
+  if (behavior == "Removed" && invert) {
+    p->split_keeps_matches = true;
+  } else if (behavior != "Isolated" || invert) {
+    return Unimplemented("unsupported Split pre-tokenizer: behavior " + Q(behavior) + ", invert " +
+                         (invert ? "true" : "false") + " (only Isolated not inverted, or Removed inverted)");
   }
   p->regexes.push_back(pattern["Regex"].get<std::string>());
   return Status::Ok();
@@ -465,6 +489,11 @@ Status SetVocabKeys(const Json& model, const Pipeline& p, bool spm, Table* t, Gg
     md->Set("tokenizer.ggml.model", "llama");
   } else {
     PAGODA_ASSIGN_OR_RETURN(const KnownPre* pre, RecognizePre(p.regexes));
+    if (p.split_keeps_matches && pre->regexes.size() != 1) {
+      return Unimplemented(std::string("unsupported: Split pre-tokenizers that drop what their regex does not "
+                                       "match (behavior Removed, inverted) with pre-tokenizer ") +
+                           pre->name + ", which splits in several passes");
+    }
     if (model.value("ignore_merges", false) && !pre->ignore_merges) {
       return Unimplemented(std::string("unsupported: ignore_merges=true with pre-tokenizer ") +
                            pre->name + ", which merges every word");

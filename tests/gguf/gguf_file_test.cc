@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -202,6 +203,24 @@ TEST(GgufFileTest, OpenNamesTheFileInErrors) {
   EXPECT_NE(bad.status().message().find(path), std::string::npos);
   EXPECT_NE(bad.status().message().find("bad magic"), std::string::npos);
   std::filesystem::remove(path);
+}
+
+TEST(GgufFileTest, FromMemoryOwnsACopyOfTheImage) {
+  std::vector<uint8_t> image = MakeWriter().Serialize();
+  auto f = GgufFile::FromMemory("mem.gguf", image.data(), image.size());
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  std::fill(image.begin(), image.end(), uint8_t{0});  // the file keeps its own bytes
+  EXPECT_EQ((*f)->path(), "mem.gguf");
+  EXPECT_EQ((*f)->metadata().GetString("general.architecture").value(), "llama");
+  auto t0 = (*f)->GetTensor("t0");
+  ASSERT_TRUE(t0.ok()) << t0.status().ToString();
+  EXPECT_EQ(static_cast<const float*>(t0->data)[5], 2.5f);
+
+  const uint8_t garbage[] = {'n', 'o', 'p', 'e'};
+  auto bad = GgufFile::FromMemory("mem.gguf", garbage, sizeof garbage);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("mem.gguf"), std::string::npos);
+  EXPECT_FALSE(GgufFile::FromMemory("empty.gguf", nullptr, 0).ok());
 }
 
 TEST(GgufFileTest, LoadsStories260K) {

@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
@@ -82,6 +85,14 @@ GgufMetadata ImportOk(const Json& j, const Json& cfg = Json()) {
   return md.ok() ? std::move(md).value() : GgufMetadata();
 }
 
+std::string ReadFixture(const std::string& name) {
+  std::ifstream in(std::filesystem::path(PAGODA_SOURCE_DIR) / "tests/tokenizer/fixtures" / name, std::ios::binary);
+  EXPECT_TRUE(in.good()) << name;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 Status ImportError(const Json& j, const Json& cfg = Json()) {
   auto md = ImportHfTokenizer(j.dump(), cfg.is_null() ? "" : cfg.dump());
   EXPECT_FALSE(md.ok());
@@ -135,6 +146,61 @@ TEST(HfImportTest, RecognisesQwen2AndDeepseekV3Regexes) {
   EXPECT_EQ(*ImportOk(j).GetString("tokenizer.ggml.pre"), "deepseek-v3");
 }
 
+// fixtures/gpt4o_tokenizer.json: GPT-4o's pre_tokenizer as its tokenizer.json
+// conversions write it (Split on the o200k regex, Removed and inverted, then
+// ByteLevel; Kanana-2 ships the same regex), over a tiny vocabulary.
+TEST(HfImportTest, MapsGpt4oRegexToGpt4oPre) {
+  const std::string text = ReadFixture("gpt4o_tokenizer.json");
+  auto md = ImportHfTokenizer(text, "");
+  ASSERT_TRUE(md.ok()) << md.status().ToString();
+  EXPECT_EQ(*md->GetString("tokenizer.ggml.pre"), "gpt-4o");
+  auto tok = Tokenizer::FromMetadata(*md);
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  // GPT-4o splits "HelloWorld" at the case change, so the first-ranked merge
+  // "o W" never applies: "Hello" (11) "World" (15).
+  EXPECT_THAT((*tok)->Encode("HelloWorld", false, true), ElementsAre(11, 15));
+
+  // The same regex in an Isolated split (the other spelling) maps the same way.
+  Json j = Json::parse(text);
+  j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Isolated";
+  j["pre_tokenizer"]["pretokenizers"][0]["invert"] = false;
+  EXPECT_EQ(*ImportOk(j).GetString("tokenizer.ggml.pre"), "gpt-4o");
+}
+
+TEST(HfImportTest, MapsKimiK2RegexToKimiK2Pre) {
+  Json j = SmallByteLevel();
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] =
+      R"([\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+)"
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+)"
+      R"([\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*)"
+      R"(|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  j["model"]["ignore_merges"] = false;
+  EXPECT_EQ(*ImportOk(j).GetString("tokenizer.ggml.pre"), "kimi-k2");
+}
+
+TEST(HfImportTest, RejectsRemovedInvertedSplitOverSeveralRegexes) {
+  // deepseek-v3 splits in three passes: each leaves gaps that the next one
+  // splits, so keeping only the matches would drop text.
+  Json j = SmallByteLevel();
+  Json split = j["pre_tokenizer"]["pretokenizers"][0];
+  Json byte_level = j["pre_tokenizer"]["pretokenizers"][1];
+  split["behavior"] = "Removed";
+  split["invert"] = true;
+  Json seq = Json::array();
+  for (const char* re : {"\\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+                         "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
+                         "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"}) {
+    split["pattern"]["Regex"] = re;
+    seq.push_back(split);
+  }
+  seq.push_back(byte_level);
+  j["pre_tokenizer"]["pretokenizers"] = seq;
+  j["model"]["ignore_merges"] = false;
+  Status s = ImportError(j);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("deepseek-v3"));
+}
+
 TEST(HfImportTest, RejectsUnknownPreTokenizerRegex) {
   Json j = SmallByteLevel();
   j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\p{L}+";
@@ -142,6 +208,7 @@ TEST(HfImportTest, RejectsUnknownPreTokenizerRegex) {
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
   EXPECT_THAT(s.message(), HasSubstr("unsupported pre-tokenizer"));
   EXPECT_THAT(s.message(), HasSubstr("\\p{L}+"));
+  EXPECT_THAT(s.message(), HasSubstr("gpt-4o, kimi-k2"));  // the known list comes from the table
 }
 
 TEST(HfImportTest, RejectsIgnoreMergesForPreThatMergesEveryWord) {
