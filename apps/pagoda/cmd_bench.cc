@@ -186,14 +186,19 @@ int CmdBench(int argc, char** argv) {
       ->check(CLI::Range(0, 1000));
   std::string decode_weights;
   AddDecodeWeightsOption(app, &decode_weights);
+  std::string mla = "absorbed";
+  app.add_option("--mla", mla, "MLA models: absorbed attention over the latent cache (default) or decompress "
+                               "the latents into per-head K/V each step (to compare)")
+      ->check(CLI::IsMember({"absorbed", "decompress"}));
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
   if (threads <= 0 || threads > 1024) return Fail("--threads must be between 1 and 1024");
   if (membw_only) {
     if (membw_passes == 0) return Fail("--membw needs --membw-passes of at least 1");
     return RunMembw(threads, membw_passes);
   }
-  const auto model_options = ModelOptionsFromFlags(decode_weights);
+  auto model_options = ModelOptionsFromFlags(decode_weights);
   if (!model_options.ok()) return Fail(model_options.status());
+  model_options->mla_decompress = mla == "decompress";
   const auto parsed_kv = kernels::ParseKvType(kv_type);
   if (!parsed_kv) {
     return Fail("--kv-cache-dtype: unknown type '" + kv_type + "' (expected " + kernels::KvTypeChoices() + ")");

@@ -29,6 +29,9 @@ struct ModelOptions {
   // --decode-weights: a copy of every linear weight in this type (Q4_0 or
   // Q4_K) for decode tokens (Batch::decode); nullopt = one set of weights.
   std::optional<DType> decode_weights;
+  // MLA models: expand the cached latents into per-head K/V every step
+  // instead of absorbed attention (for measuring both; see mla_attention.h).
+  bool mla_decompress = false;
 };
 
 class Model {

@@ -52,13 +52,15 @@ struct Comparison {
 // same batches (as model_reference_test.cc does).
 Comparison CompareWithReference(const std::string& path, const std::vector<std::vector<double>>& want,
                                 const std::vector<int32_t>& tokens, size_t n_prefill, KvType kv_type,
-                                std::vector<std::vector<float>>* engine_logits = nullptr) {
+                                std::vector<std::vector<float>>* engine_logits = nullptr,
+                                bool mla_decompress = false) {
   auto file = GgufFile::Open(path);
   EXPECT_TRUE(file.ok()) << file.status().ToString();
   if (!file.ok()) return {1e9, 1};
   std::shared_ptr<const GgufFile> shared(std::move(file).value());
   ThreadPool pool(2);
   ModelOptions opt;
+  opt.mla_decompress = mla_decompress;
   auto model = LoadModel(shared, pool, opt);
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   if (!model.ok()) return {1e9, 1};
@@ -347,6 +349,38 @@ TEST(MoeModelReferenceTest, CurrentAndEarlyDeepseek2LayoutsGiveTheSameLogits) {
     EXPECT_LT(engine_diff / engine_max, 1e-4);
     std::filesystem::remove(current);
     std::filesystem::remove(early);
+  }
+}
+
+// Decompressed MLA (per-head K/V expanded from the cached latents each step)
+// computes the same attention as the absorbed form: both agree with the
+// float64 reference, in both layouts, with an f32 cache and an fp8 one.
+TEST(MoeModelReferenceTest, DecompressedMlaMatchesTheReference) {
+  for (const char* variant : {"deepseek2_early_qlora_softmax", "deepseek2_current_lite_sigmoid_bias"}) {
+    SCOPED_TRACE(variant);
+    RandomModelSpec spec = VariantSpec(variant);
+    spec.seed = 7;
+    const std::string path = (::pagoda::testing::TempDirForProcess() / "pagoda_mla_decompress.gguf").string();
+    ASSERT_TRUE(WriteRandomModel(spec, path).ok());
+    const auto tokens = TestTokens(20, spec.n_vocab, 5);
+    auto f = GgufFile::Open(path);
+    ASSERT_TRUE(f.ok());
+    const auto want = testing::ReferenceModel(**f).Forward(tokens);
+    const kernels::Isa fastest = kernels::ActiveIsa();
+    kernels::SetIsaForTesting(kernels::Isa::kScalar);
+    std::vector<std::vector<float>> absorbed, decompressed;
+    const Comparison a = CompareWithReference(path, want, tokens, 12, KvType::kF32, &absorbed, false);
+    const Comparison d = CompareWithReference(path, want, tokens, 12, KvType::kF32, &decompressed, true);
+    kernels::SetIsaForTesting(fastest);
+    EXPECT_LT(a.rel(), 1e-4);
+    EXPECT_LT(d.rel(), 1e-4);
+    // With an fp8 cache both read the same stored latents.
+    const Comparison d8 = CompareWithReference(path, want, tokens, 12, KvType::kFp8E4M3, nullptr, true);
+    const Comparison a8 = CompareWithReference(path, want, tokens, 12, KvType::kFp8E4M3, nullptr, false);
+    EXPECT_LT(std::abs(d8.rel() - a8.rel()), 0.05) << "absorbed " << a8.rel() << " decompressed " << d8.rel();
+    std::printf("[ %s ] MLA absorbed %.2g, decompressed %.2g (f32 KV); fp8 KV %.2g / %.2g\n", variant, a.rel(),
+                d.rel(), a8.rel(), d8.rel());
+    std::filesystem::remove(path);
   }
 }
 

@@ -20,9 +20,10 @@ void RegisterDeepseek2(ArchRegistry& registry) {
     recipe.traits.rope_neox = false;
     recipe.traits.mla = true;
     recipe.traits.moe_norm = ArchTraits::MoeNorm::kFromFile;
-    recipe.attention_layer = [](const WeightLoader& w, int layer,
-                                const ModelConfig& c) -> Result<std::unique_ptr<AttentionLayer>> {
-      PAGODA_ASSIGN_OR_RETURN(auto a, MlaAttention::Load(w, layer, c));
+    const MlaMode mode = options.mla_decompress ? MlaMode::kDecompress : MlaMode::kAbsorbed;
+    recipe.attention_layer = [mode](const WeightLoader& w, int layer,
+                                    const ModelConfig& c) -> Result<std::unique_ptr<AttentionLayer>> {
+      PAGODA_ASSIGN_OR_RETURN(auto a, MlaAttention::Load(w, layer, c, mode));
       return std::unique_ptr<AttentionLayer>(std::move(a));
     };
     recipe.ffn = MoeFfnRecipe({MoeFfnOptions::Shared::kPlain});

@@ -1,7 +1,9 @@
 #include "model/layers/mla_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quantize.h"
@@ -14,8 +16,9 @@ int64_t Round16(int64_t n) { return (n + 15) / 16 * 16; }
 }  // namespace
 
 Result<std::unique_ptr<MlaAttention>> MlaAttention::Load(const WeightLoader& w, int layer,
-                                                         const ModelConfig& c) {
+                                                         const ModelConfig& c, MlaMode mode) {
   auto a = std::unique_ptr<MlaAttention>(new MlaAttention());
+  a->mode_ = mode;
   const MlaConfig& m = c.mla;
   a->n_head_ = c.n_head;
   a->q_lora_ = m.q_lora_rank;
@@ -73,6 +76,28 @@ Result<std::unique_ptr<MlaAttention>> MlaAttention::Load(const WeightLoader& w, 
     }
   }
   PAGODA_ASSIGN_OR_RETURN(a->wo_, w.Linear(name("attn_output.weight"), a->n_head_ * a->v_dim_, c.n_embd));
+  if (mode == MlaMode::kDecompress) {
+    // W_UK[h] as a [kv_lora -> nope] matrix: the transpose of k_b[h].
+    a->k_up_owned_.resize(a->n_head_ * a->nope_ * a->kv_lora_);
+    std::vector<float> row(a->nope_);
+    for (int64_t h = 0; h < a->n_head_; ++h) {
+      const TensorView& kb = a->k_b_[h].prefill();  // [kv_lora rows of nope]
+      float* up = a->k_up_owned_.data() + h * a->nope_ * a->kv_lora_;  // [nope][kv_lora]
+      for (int64_t j = 0; j < a->kv_lora_; ++j) {
+        Status st = kernels::DequantizeRow(kb.type, kb.row(j), row.data(), a->nope_);
+        if (!st.ok()) return st.WithContext(w.file().path());
+        for (int64_t i = 0; i < a->nope_; ++i) up[i * a->kv_lora_ + j] = row[i];
+      }
+      TensorView t;
+      t.name = "W_UK head " + std::to_string(h);
+      t.type = DType::kF32;
+      t.n_dims = 2;
+      t.ne = {a->kv_lora_, a->nope_, 1, 1};
+      t.data = up;
+      t.nbytes = a->nope_ * a->kv_lora_ * static_cast<int64_t>(sizeof(float));
+      a->k_up_.push_back(t);
+    }
+  }
   return a;
 }
 
@@ -115,6 +140,11 @@ void MlaAttention::Forward(const ForwardContext& ctx, int layer, const float* x,
   kernels::Rope(kva + kv_lora_, n, lw, 1, static_cast<int>(rope_), static_cast<int>(rope_), false,
                 ctx.rope_cos, ctx.rope_sin);
   for (int64_t t = 0; t < n; ++t) ctx.kv->WriteK(layer, ctx.seq_ids[t], ctx.positions[t], kva + t * lw);
+  if (mode_ == MlaMode::kDecompress) {
+    AttendDecompressed(ctx, layer, q, o);
+    PhasedMatMul(wo_, o, ctx.runs, out, *ctx.pool);
+    return;
+  }
 
   // Absorb W_UK into the query: qabs[t, h] = [k_b[h] q_nope[t, h] | q_pe[t, h]].
   for (int64_t h = 0; h < n_head_; ++h) {
@@ -157,6 +187,69 @@ void MlaAttention::Forward(const ForwardContext& ctx, int layer, const float* x,
     }
   }
   PhasedMatMul(wo_, o, ctx.runs, out, *ctx.pool);
+}
+
+void MlaAttention::AttendDecompressed(const ForwardContext& ctx, int layer, const float* q, float* o) const {
+  const int64_t lw = latent_width(), qk = qk_dim(), kw = n_head_ * qk, vw = n_head_ * v_dim_;
+  thread_local std::vector<float> lat, kn, kbuf, vbuf;
+  thread_local std::vector<const void*> kblock, vblock;
+  for (int s = 0; s < ctx.n_seqs; ++s) {
+    const SeqRows& sr = ctx.seqs[s];
+    int32_t n_pos = 0;
+    for (int32_t r = 0; r < sr.n_rows; ++r) n_pos = std::max(n_pos, ctx.positions[sr.rows[r]] + 1);
+    // The sequence's latents as stored (dequantized), [n_pos, kv_lora + rope].
+    const kernels::KvView view = ctx.kv->View(layer, sr.seq_id);
+    const int64_t elem = kernels::KvTypeSize(view.type);
+    const bool scaled = kernels::KvTypeHasScales(view.type);
+    lat.resize(n_pos * lw);
+    for (int32_t p = 0; p < n_pos; ++p) {
+      const int32_t b = p / view.block_size, slot = p % view.block_size;
+      const auto* src = static_cast<const uint8_t*>(view.k_blocks[b]) + slot * view.k_pos_stride * elem;
+      const float scale = scaled ? kernels::KvScaleValue(view.k_scales[b][slot]) : 1.0f;
+      kernels::LoadKvRow(src, lw, view.type, scale, lat.data() + p * lw);
+    }
+    // Per-head keys [n_pos, n_head, nope + rope] and values [n_pos, n_head, v].
+    kn.resize(n_pos * std::max(nope_, v_dim_));
+    kbuf.resize(n_pos * kw);
+    vbuf.resize(n_pos * vw);
+    std::vector<float> c_kv(n_pos * kv_lora_);
+    for (int32_t p = 0; p < n_pos; ++p) {
+      std::memcpy(c_kv.data() + p * kv_lora_, lat.data() + p * lw, kv_lora_ * sizeof(float));
+    }
+    for (int64_t h = 0; h < n_head_; ++h) {
+      kernels::MatMul(k_up_[h], c_kv.data(), n_pos, kn.data(), *ctx.pool);  // [n_pos, nope]
+      for (int32_t p = 0; p < n_pos; ++p) {
+        float* dst = kbuf.data() + p * kw + h * qk;
+        std::memcpy(dst, kn.data() + p * nope_, nope_ * sizeof(float));
+        std::memcpy(dst + nope_, lat.data() + p * lw + kv_lora_, rope_ * sizeof(float));
+      }
+      kernels::MatMul(v_b_[h].prefill(), c_kv.data(), n_pos, kn.data(), *ctx.pool);  // [n_pos, v]
+      for (int32_t p = 0; p < n_pos; ++p) {
+        std::memcpy(vbuf.data() + p * vw + h * v_dim_, kn.data() + p * v_dim_, v_dim_ * sizeof(float));
+      }
+    }
+    // Ordinary multi-head attention over them (an f32 one-block view).
+    kblock.assign(1, kbuf.data());
+    vblock.assign(1, vbuf.data());
+    kernels::AttentionSeq seq;
+    seq.kv.type = KvType::kF32;
+    seq.kv.k_blocks = kblock.data();
+    seq.kv.v_blocks = vblock.data();
+    seq.kv.block_size = n_pos;
+    seq.kv.k_pos_stride = kw;
+    seq.kv.k_head_stride = qk;
+    seq.kv.v_pos_stride = vw;
+    seq.kv.v_head_stride = v_dim_;
+    seq.rows = sr.rows;
+    seq.n_rows = sr.n_rows;
+    kernels::AttentionShape shape;
+    shape.n_head = static_cast<int>(n_head_);
+    shape.n_head_kv = static_cast<int>(n_head_);
+    shape.head_dim_k = static_cast<int>(qk);
+    shape.head_dim_v = static_cast<int>(v_dim_);
+    shape.scale = scale_;
+    kernels::Attention(shape, q, q_width(), ctx.positions, &seq, 1, o, vw, *ctx.pool);
+  }
 }
 
 }  // namespace pagoda

@@ -9,6 +9,12 @@
 // and its latent output goes through W_UV[h] before attn_output. W_UK / W_UV
 // come from attn_k_b / attn_v_b (current files) or are cut from attn_kv_b
 // (files converted before April 2025); both give the same numbers.
+// MlaMode::kDecompress instead expands every cached latent of the sequence
+// into per-head keys and values each step (the "naive" MHA form) and runs
+// ordinary attention over them: the same cache, more arithmetic per step at
+// long contexts, less per (query, key) pair; `pagoda bench --mla` measures
+// both. The default is absorbed everywhere, so a position's values never
+// depend on whether it was prefilled or decoded (batch invariance).
 #pragma once
 
 #include <memory>
@@ -20,10 +26,13 @@
 
 namespace pagoda {
 
+enum class MlaMode { kAbsorbed, kDecompress };
+
 class MlaAttention final : public AttentionLayer {
  public:
   static Result<std::unique_ptr<MlaAttention>> Load(const WeightLoader& w, int layer,
-                                                    const ModelConfig& config);
+                                                    const ModelConfig& config,
+                                                    MlaMode mode = MlaMode::kAbsorbed);
 
   KvLayerSpec kv_spec() const override;
   int64_t ScratchFloats(int64_t n_tokens) const override;
@@ -34,6 +43,9 @@ class MlaAttention final : public AttentionLayer {
   int64_t qk_dim() const { return nope_ + rope_; }
   int64_t q_width() const { return n_head_ * qk_dim(); }
   int64_t latent_width() const { return kv_lora_ + rope_; }
+  // Attention over decompressed per-head K/V of every cached position:
+  // q [n, n_head, nope + rope] (RoPE applied) -> o [n, n_head, v_dim].
+  void AttendDecompressed(const ForwardContext& ctx, int layer, const float* q, float* o) const;
 
   int64_t n_head_ = 0, q_lora_ = 0, kv_lora_ = 0, nope_ = 0, rope_ = 0, v_dim_ = 0;
   float rms_eps_ = 0.0f;
@@ -46,6 +58,9 @@ class MlaAttention final : public AttentionLayer {
   std::vector<PhasedWeight> v_b_;       // [n_head] of [kv_lora -> v_dim] (W_UV)
   std::vector<float> k_b_owned_;        // k_b_ cut from attn_kv_b and transposed, f32
   PhasedWeight wo_;                     // [n_head * v_dim -> n_embd]
+  MlaMode mode_ = MlaMode::kAbsorbed;
+  std::vector<TensorView> k_up_;        // kDecompress: [n_head] of [kv_lora -> nope] (W_UK)
+  std::vector<float> k_up_owned_;       // W_UK transposed back from attn_k_b, f32
 };
 
 }  // namespace pagoda
