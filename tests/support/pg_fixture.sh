@@ -5,16 +5,24 @@
 #                             under a private directory), start on a free port,
 #                             write the port to DIR/port and the data directory
 #                             to DIR/datadir
+#   pg_fixture.sh start DIR PORT   the same on a given port
 #   pg_fixture.sh stop DIR    stop it (immediate) and remove DIR
+#   pg_fixture.sh pause DIR   stop the server (immediate: connections break as
+#                             in a crash) but keep its data, port and DIR
+#   pg_fixture.sh resume DIR  start a paused server again on the same port
 # PostgreSQL refuses to run as root, so as root it runs as the `postgres` user
 # (created by Debian's postgresql package). Tests create one fresh database
 # each and drop it (tests/support/postgres_instance.h).
 set -euo pipefail
-cmd=${1:?start|stop}
+cmd=${1:?start|stop|pause|resume}
 dir=${2:?directory}
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 as_pg() {
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+pg_start() {  # DATA PORT
+  as_pg "$bin/pg_ctl" -D "$1" -l "$(dirname "$1")/server.log" -w -t 60 \
+    -o "-p $2 -c listen_addresses=127.0.0.1 -k $1 -c fsync=off -c max_connections=200" start >/dev/null
 }
 case "$cmd" in
   start)
@@ -31,10 +39,15 @@ case "$cmd" in
     if [ "$(id -u)" = 0 ]; then chown -R postgres "$root"; fi
     echo "$data" >"$dir/datadir"
     as_pg "$bin/initdb" -D "$data" -U postgres --auth=trust -E UTF8 --no-instructions >"$dir/initdb.log" 2>&1
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    as_pg "$bin/pg_ctl" -D "$data" -l "$root/server.log" -w -t 60 \
-      -o "-p $port -c listen_addresses=127.0.0.1 -k $data -c fsync=off -c max_connections=200" start >/dev/null
+    port=${3:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}
+    pg_start "$data" "$port"
     echo "$port" >"$dir/port"
+    ;;
+  pause)
+    as_pg "$bin/pg_ctl" -D "$(cat "$dir/datadir")" -m immediate -w stop >/dev/null
+    ;;
+  resume)
+    pg_start "$(cat "$dir/datadir")" "$(cat "$dir/port")"
     ;;
   stop)
     if [ -f "$dir/datadir" ]; then
@@ -46,5 +59,5 @@ case "$cmd" in
     fi
     rm -rf "$dir"
     ;;
-  *) echo "pg_fixture: start|stop DIR" >&2; exit 2 ;;
+  *) echo "pg_fixture: start DIR [PORT] | stop DIR | pause DIR | resume DIR" >&2; exit 2 ;;
 esac
