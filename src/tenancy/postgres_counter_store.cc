@@ -12,8 +12,10 @@
 namespace pagoda::tenancy {
 namespace {
 
-// Every function locks counter rows in (key COLLATE "C", kind) order, and
-// slot rows only under their key's kind-2 row, so no two calls deadlock.
+// Every function locks the counter rows it needs in (key COLLATE "C", kind)
+// order, and touches slot rows only under their key's kind-2 row, whose
+// `used` counts them. (A fresh window's rows are inserted after the existing
+// ones are locked; the rare deadlock that can cause is retried.)
 constexpr const char* kSchema = R"sql(
 SELECT pg_advisory_xact_lock(7130512);
 CREATE TABLE IF NOT EXISTS pagoda_rate_counters (
@@ -30,35 +32,53 @@ DECLARE
   n int := coalesce(array_length(p_keys, 1), 0);
   v_used bigint[] := array_fill(0::bigint, ARRAY[greatest(n, 1)]);
   v_refused int := 0;
-  v_ws bigint;
-  v_u bigint;
-  j int;
+  v_locked int := 0;
+  v_n bigint;
+  r record;
 BEGIN
-  FOR j IN SELECT g FROM generate_subscripts(p_keys, 1) g ORDER BY p_keys[g] COLLATE "C", p_kinds[g] LOOP
-    v_ws := CASE WHEN p_kinds[j] = 2 THEN 0 ELSE p_window END;
-    INSERT INTO pagoda_rate_counters (key, kind, window_start, used) VALUES (p_keys[j], p_kinds[j], v_ws, 0)
+  -- Lock every counter row in (key, kind) order; create the missing ones
+  -- (a new window) and lock again.
+  FOR attempt IN 1..2 LOOP
+    v_locked := 0;
+    FOR r IN SELECT u.idx::int AS idx, c.used FROM pagoda_rate_counters c
+             JOIN unnest(p_keys, p_kinds) WITH ORDINALITY AS u(k, kd, idx)
+               ON c.key = u.k AND c.kind = u.kd AND c.window_start = CASE WHEN u.kd = 2 THEN 0 ELSE p_window END
+             ORDER BY c.key COLLATE "C", c.kind FOR UPDATE OF c LOOP
+      v_used[r.idx] := r.used;
+      v_locked := v_locked + 1;
+    END LOOP;
+    EXIT WHEN v_locked = n;
+    INSERT INTO pagoda_rate_counters (key, kind, window_start, used)
+      SELECT u.k, u.kd, CASE WHEN u.kd = 2 THEN 0 ELSE p_window END, 0
+      FROM unnest(p_keys, p_kinds) AS u(k, kd) ORDER BY u.k COLLATE "C", u.kd
       ON CONFLICT DO NOTHING;
-    SELECT c.used INTO v_u FROM pagoda_rate_counters c
-      WHERE c.key = p_keys[j] AND c.kind = p_kinds[j] AND c.window_start = v_ws FOR UPDATE;
-    IF p_kinds[j] = 2 THEN
-      DELETE FROM pagoda_rate_slots s WHERE s.key = p_keys[j] AND s.expires_ms <= p_now;
-      SELECT count(*) INTO v_u FROM pagoda_rate_slots s WHERE s.key = p_keys[j];
+  END LOOP;
+  IF v_locked <> n THEN RAISE EXCEPTION 'pagoda_rate_acquire: counter rows missing'; END IF;
+  -- A kind-2 row's `used` is the number of its slot rows. Expired ones are
+  -- reaped when they would refuse someone, so a crashed holder's slots never do.
+  FOR j IN 1..n LOOP
+    IF p_kinds[j] = 2 AND v_used[j] + p_amounts[j] > p_limits[j] THEN
+      WITH d AS (DELETE FROM pagoda_rate_slots s WHERE s.key = p_keys[j] AND s.expires_ms <= p_now RETURNING 1)
+      SELECT count(*) INTO v_n FROM d;
+      IF v_n > 0 THEN
+        v_used[j] := greatest(0, v_used[j] - v_n);
+        UPDATE pagoda_rate_counters c SET used = greatest(0, c.used - v_n)
+          WHERE c.key = p_keys[j] AND c.kind = 2 AND c.window_start = 0;
+      END IF;
     END IF;
-    v_used[j] := v_u;
   END LOOP;
   FOR j IN 1..n LOOP
     IF v_used[j] + p_amounts[j] > p_limits[j] THEN v_refused := j; EXIT; END IF;
   END LOOP;
   IF v_refused = 0 THEN
+    UPDATE pagoda_rate_counters c SET used = c.used + u.amt
+      FROM unnest(p_keys, p_kinds, p_amounts) AS u(k, kd, amt)
+      WHERE u.amt > 0 AND c.key = u.k AND c.kind = u.kd
+        AND c.window_start = CASE WHEN u.kd = 2 THEN 0 ELSE p_window END;
+    INSERT INTO pagoda_rate_slots (key, slot_id, expires_ms)
+      SELECT u.k, p_slot, p_now + p_lease FROM unnest(p_keys, p_kinds, p_amounts) AS u(k, kd, amt)
+      WHERE u.kd = 2 AND u.amt > 0;
     FOR j IN 1..n LOOP
-      CONTINUE WHEN p_amounts[j] = 0;
-      IF p_kinds[j] = 2 THEN
-        INSERT INTO pagoda_rate_slots (key, slot_id, expires_ms) VALUES (p_keys[j], p_slot, p_now + p_lease)
-          ON CONFLICT (key, slot_id) DO UPDATE SET expires_ms = EXCLUDED.expires_ms;
-      ELSE
-        UPDATE pagoda_rate_counters c SET used = c.used + p_amounts[j]
-          WHERE c.key = p_keys[j] AND c.kind = p_kinds[j] AND c.window_start = p_window;
-      END IF;
       v_used[j] := v_used[j] + p_amounts[j];
     END LOOP;
   END IF;
@@ -68,33 +88,50 @@ END $fn$;
 CREATE OR REPLACE FUNCTION pagoda_rate_finish(p_token_keys text[], p_window bigint, p_delta bigint,
     p_slot_keys text[], p_slot text)
 RETURNS void LANGUAGE plpgsql AS $fn$
-DECLARE
-  r record;
 BEGIN
-  FOR r IN SELECT x.k, x.kd FROM (SELECT unnest(p_token_keys) AS k, 1 AS kd
-                                  UNION ALL SELECT unnest(p_slot_keys), 2) x
-           ORDER BY x.k COLLATE "C", x.kd LOOP
-    IF r.kd = 2 THEN
-      PERFORM 1 FROM pagoda_rate_counters c WHERE c.key = r.k AND c.kind = 2 AND c.window_start = 0 FOR UPDATE;
-      DELETE FROM pagoda_rate_slots s WHERE s.key = r.k AND s.slot_id = p_slot;
-    ELSIF p_delta > 0 THEN
-      INSERT INTO pagoda_rate_counters (key, kind, window_start, used) VALUES (r.k, 1, p_window, p_delta)
-        ON CONFLICT (key, kind, window_start) DO UPDATE SET used = pagoda_rate_counters.used + EXCLUDED.used;
-    ELSIF p_delta < 0 THEN
-      UPDATE pagoda_rate_counters c SET used = greatest(0, c.used + p_delta)
-        WHERE c.key = r.k AND c.kind = 1 AND c.window_start = p_window;
-    END IF;
-  END LOOP;
+  PERFORM 1 FROM pagoda_rate_counters c
+    JOIN (SELECT t.k, 1 AS kd, p_window AS ws FROM unnest(p_token_keys) AS t(k)
+          UNION ALL SELECT t.k, 2, 0::bigint FROM unnest(p_slot_keys) AS t(k)) x
+      ON c.key = x.k AND c.kind = x.kd AND c.window_start = x.ws
+    ORDER BY c.key COLLATE "C", c.kind FOR UPDATE OF c;
+  IF p_delta > 0 THEN
+    INSERT INTO pagoda_rate_counters (key, kind, window_start, used)
+      SELECT t.k, 1, p_window, p_delta FROM unnest(p_token_keys) AS t(k) ORDER BY t.k COLLATE "C"
+      ON CONFLICT (key, kind, window_start) DO UPDATE SET used = pagoda_rate_counters.used + EXCLUDED.used;
+  ELSIF p_delta < 0 THEN
+    UPDATE pagoda_rate_counters c SET used = greatest(0, c.used + p_delta)
+      WHERE c.key = ANY(p_token_keys) AND c.kind = 1 AND c.window_start = p_window;
+  END IF;
+  IF cardinality(p_slot_keys) > 0 THEN
+    WITH d AS (DELETE FROM pagoda_rate_slots s WHERE s.key = ANY(p_slot_keys) AND s.slot_id = p_slot
+               RETURNING s.key)
+    UPDATE pagoda_rate_counters c SET used = greatest(0, c.used - 1)
+      FROM d WHERE c.key = d.key AND c.kind = 2 AND c.window_start = 0;
+  END IF;
 END $fn$;
 
 CREATE OR REPLACE FUNCTION pagoda_rate_renew(p_keys text[], p_slot text, p_expires bigint)
 RETURNS void LANGUAGE plpgsql AS $fn$
+BEGIN
+  PERFORM 1 FROM pagoda_rate_counters c
+    WHERE c.key = ANY(p_keys) AND c.kind = 2 AND c.window_start = 0
+    ORDER BY c.key COLLATE "C" FOR UPDATE;
+  UPDATE pagoda_rate_slots s SET expires_ms = p_expires WHERE s.key = ANY(p_keys) AND s.slot_id = p_slot;
+END $fn$;
+
+-- Expired slots of keys that never reach their limit again.
+CREATE OR REPLACE FUNCTION pagoda_rate_reap(p_now bigint)
+RETURNS void LANGUAGE plpgsql AS $fn$
 DECLARE
   r record;
+  v_n bigint;
 BEGIN
-  FOR r IN SELECT x.k FROM unnest(p_keys) AS x(k) ORDER BY x.k COLLATE "C" LOOP
+  FOR r IN SELECT DISTINCT s.key COLLATE "C" AS k FROM pagoda_rate_slots s WHERE s.expires_ms <= p_now ORDER BY 1 LOOP
     PERFORM 1 FROM pagoda_rate_counters c WHERE c.key = r.k AND c.kind = 2 AND c.window_start = 0 FOR UPDATE;
-    UPDATE pagoda_rate_slots s SET expires_ms = p_expires WHERE s.key = r.k AND s.slot_id = p_slot;
+    WITH d AS (DELETE FROM pagoda_rate_slots s WHERE s.key = r.k AND s.expires_ms <= p_now RETURNING 1)
+    SELECT count(*) INTO v_n FROM d;
+    UPDATE pagoda_rate_counters c SET used = greatest(0, c.used - v_n)
+      WHERE c.key = r.k AND c.kind = 2 AND c.window_start = 0;
   END LOOP;
 END $fn$;
 )sql";
@@ -288,7 +325,13 @@ class PostgresCounterStore final : public CounterStore {
       {
         pqxx::nontransaction tx(*c);
         const std::string t = std::to_string(options_.timeout_ms);
-        tx.exec("SET statement_timeout = " + t + "; SET lock_timeout = " + t);
+        // Counters are not a ledger: a commit need not wait for the WAL flush
+        // (a server crash may forget the last moments of counting, never
+        // anything else). Timeouts make a stuck server an error, not a hang.
+        // The functions' statements take one cached plan each (replanning
+        // their array arguments every call costs more than it gains).
+        tx.exec("SET statement_timeout = " + t + "; SET lock_timeout = " + t +
+                "; SET synchronous_commit = off; SET plan_cache_mode = force_generic_plan");
       }
       c->prepare("acquire", "SELECT pagoda_rate_acquire($1::text[], $2::int[], $3::bigint[], $4::bigint[], $5, $6, $7, $8)");
       c->prepare("finish", "SELECT pagoda_rate_finish($1::text[], $2, $3, $4::text[], $5)");
@@ -326,7 +369,7 @@ class PostgresCounterStore final : public CounterStore {
       pqxx::nontransaction tx(c);
       tx.exec_params("DELETE FROM pagoda_rate_counters WHERE kind <> 2 AND window_start < $1",
                      ws - options_.window_ms);
-      tx.exec_params("DELETE FROM pagoda_rate_slots WHERE expires_ms <= $1", now_ms - options_.lease_ms);
+      tx.exec_params("SELECT pagoda_rate_reap($1)", now_ms - options_.lease_ms);
     });
     if (!st.ok()) {
       PAGODA_LOG(Debug) << st.ToString();
