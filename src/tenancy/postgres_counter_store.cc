@@ -325,13 +325,12 @@ class PostgresCounterStore final : public CounterStore {
       {
         pqxx::nontransaction tx(*c);
         const std::string t = std::to_string(options_.timeout_ms);
-        // Counters are not a ledger: a commit need not wait for the WAL flush
-        // (a server crash may forget the last moments of counting, never
-        // anything else). Timeouts make a stuck server an error, not a hang.
-        // The functions' statements take one cached plan each (replanning
-        // their array arguments every call costs more than it gains).
+        // Timeouts make a stuck server an error, not a hang. The functions'
+        // statements take one cached plan each (replanning their array
+        // arguments every call costs more than it gains). Commits stay
+        // synchronous: counters survive a server crash.
         tx.exec("SET statement_timeout = " + t + "; SET lock_timeout = " + t +
-                "; SET synchronous_commit = off; SET plan_cache_mode = force_generic_plan");
+                "; SET plan_cache_mode = force_generic_plan");
       }
       c->prepare("acquire", "SELECT pagoda_rate_acquire($1::text[], $2::int[], $3::bigint[], $4::bigint[], $5, $6, $7, $8)");
       c->prepare("finish", "SELECT pagoda_rate_finish($1::text[], $2, $3, $4::text[], $5)");
