@@ -68,7 +68,7 @@ TEST(PostgresCounterStoreTest, ServerGoneFailsClosedAndNothingIsLostWhenItReturn
   lo.now_ms = [] { return testing::kT0; };
   RateLimiter limiter(store->get(), lo);
   AdmitRequest req;
-  LimitScope scope;
+  ScopeLimits scope;
   scope.key = "k:pgdown";
   scope.requests = 100;
   scope.tokens = 100'000;
