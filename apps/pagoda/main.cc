@@ -1,8 +1,10 @@
 // pagoda: command-line front end. Dispatches to a subcommand; no engine logic here.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "base/log.h"
 #include "commands.h"
 
 namespace {
@@ -32,9 +34,33 @@ void Usage(FILE* out) {
   std::fprintf(out, "\nRun `pagoda <command> --help` for the options of a command.\n");
 }
 
+// PAGODA_LOG_LEVEL=debug|info|warning|error|off (default info) for every
+// command. False (with a message) for another value.
+bool ApplyLogLevelFromEnv() {
+  const char* v = std::getenv("PAGODA_LOG_LEVEL");
+  if (v == nullptr || *v == '\0') return true;
+  const struct {
+    const char* name;
+    pagoda::LogLevel level;
+  } kLevels[] = {{"debug", pagoda::LogLevel::kDebug},
+                 {"info", pagoda::LogLevel::kInfo},
+                 {"warning", pagoda::LogLevel::kWarning},
+                 {"error", pagoda::LogLevel::kError},
+                 {"off", pagoda::LogLevel::kOff}};
+  for (const auto& l : kLevels) {
+    if (std::strcmp(v, l.name) == 0) {
+      pagoda::SetLogLevel(l.level);
+      return true;
+    }
+  }
+  std::fprintf(stderr, "pagoda: PAGODA_LOG_LEVEL must be debug, info, warning, error or off\n");
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!ApplyLogLevelFromEnv()) return 2;
   if (argc < 2) {
     Usage(stderr);
     return 2;

@@ -28,7 +28,7 @@ TenantSla::~TenantSla() = default;
 void TenantSla::Record(const RequestTiming& t, Clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
   Tenant& s = tenants_[t.tenant];
-  Sample sample{now, t.ttft_seconds, t.mean_itl_seconds, t.ok, t.completion_tokens};
+  Sample sample{now, t.ttft_seconds, t.mean_itl_seconds, t.ok, t.completion_tokens, t.model};
   if (s.ring.size() < max_samples_) {
     s.ring.push_back(sample);
   } else {
@@ -67,6 +67,17 @@ TenantSla::Figures TenantSla::Compute(const std::string& name, const Tenant& t, 
   f.tokens_per_second = static_cast<double>(minute_tokens) / 60.0;
   for (const auto& [model, tps] : t.reserved) f.reserved_tokens_per_second += tps;
   return f;
+}
+
+double TenantSla::TokensPerSecond(const std::string& tenant, const std::string& model, Clock::time_point now) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tenants_.find(tenant);
+  if (it == tenants_.end()) return 0;
+  int64_t tokens = 0;
+  for (const Sample& s : it->second.ring) {
+    if (now - s.at <= std::chrono::seconds(60) && (model.empty() || s.model == model)) tokens += s.tokens;
+  }
+  return static_cast<double>(tokens) / 60.0;
 }
 
 std::vector<TenantSla::Figures> TenantSla::Snapshot(Clock::time_point now) const {

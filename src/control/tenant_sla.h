@@ -47,6 +47,10 @@ class TenantSla {
     double reserved_tokens_per_second = 0;  // sum over the tenant's reservations
   };
   std::vector<Figures> Snapshot(Clock::time_point now = Clock::now()) const;
+  // Completion tokens per second over the last minute, on `model` ("" = all
+  // models): what a provisioned tenant is getting against its reservation.
+  double TokensPerSecond(const std::string& tenant, const std::string& model,
+                         Clock::time_point now = Clock::now()) const;
 
   // Prometheus text: pagoda_tenant_ttft_seconds{tenant,quantile}, ...
   std::string RenderPrometheus(Clock::time_point now = Clock::now()) const;
@@ -58,6 +62,7 @@ class TenantSla {
     double ttft = -1, itl = -1;
     bool ok = true;
     int64_t tokens = 0;
+    std::string model;
   };
   struct Tenant {
     std::vector<Sample> ring;  // at most max_samples_, oldest overwritten

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/api_error.h"
-#include "http/auth.h"
+#include "control/control_plane.h"
 
 namespace pagoda::gateway {
 
@@ -35,15 +35,8 @@ std::string ReplicasJson(const RoutingTable& table) {
 
 void AddAdminRoutes(http::Router& router, AdminBackend* backend) {
   router.AddGuard("/admin/", [backend](const http::Request& req) -> std::optional<http::Response> {
-    const std::string key = backend->admin_key();
-    if (key.empty()) {
-      api::ApiError e;
-      e.status = 403;
-      e.message = "The admin API is disabled: set [gateway] admin_key_env and that environment variable.";
-      e.code = "admin_disabled";
-      return http::Response::Json(403, e.ToJsonString());
-    }
-    return http::RequireBearerToken(req, key);
+    return control::RequireAdminKey(req, backend->admin_key(), backend->table()->config().allow_insecure_keys,
+                                    "set [gateway] admin_key_env and that environment variable");
   });
   router.Add("GET", "/admin/replicas",
              http::SyncHandler([backend](const http::Request&) {

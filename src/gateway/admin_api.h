@@ -1,6 +1,7 @@
 // AdminApi: the gateway's JSON admin endpoints under /admin/ on the main
 // listener, behind the admin key (Authorization: Bearer, constant-time
-// comparison; 401 without it; 403 when no admin key is configured):
+// comparison; 401 without it; 403 when no admin key is configured, and over
+// plain HTTP unless allow_insecure_keys):
 //   GET  /admin/replicas   every replica and upstream with its live state
 //   GET  /admin/routing    the routing table (models, deployments, traffic
 //                          weights, aliases, upstreams) and the last reload

@@ -11,6 +11,7 @@
 #include "gateway/proxy.h"
 #include "gateway/rollout_admin.h"
 #include "gateway/router.h"
+#include "gateway/tenant_routing.h"
 
 namespace pagoda::gateway {
 namespace {
@@ -40,6 +41,24 @@ std::string ReadAdminKey(const GatewayConfig& c, const EnvLookup& env) {
   return v ? *v : "";
 }
 
+// [control] as ControlPlaneOptions: the secrets from the environment.
+Result<control::ControlPlaneOptions> ControlOptions(const GatewayConfig& c, const EnvLookup& env) {
+  control::ControlPlaneOptions o;
+  o.store_url = c.control.db;
+  o.counters_url = c.control.counters;
+  o.allow_insecure_keys = c.allow_insecure_keys;
+  o.default_max_tokens = c.control.default_max_tokens;
+  for (const auto& [var, out] : {std::pair<const std::string*, std::string*>{&c.control.signing_secret_env,
+                                                                             &o.signing_secret},
+                                 {&c.control.key_pepper_env, &o.key_pepper}}) {
+    if (var->empty()) continue;
+    auto v = env(*var);
+    if (!v || v->empty()) return InvalidArgument("[control]: the environment variable " + *var + " is unset");
+    *out = *v;
+  }
+  return o;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options) {
@@ -57,6 +76,19 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options) {
     PAGODA_LOG(Warning) << "gateway: " << config->admin_key_env << " is unset; the admin API is disabled";
   }
   g->table_ = std::move(table).value();
+  if (config->control.enabled()) {
+    auto co = ControlOptions(*config, g->options_.env);
+    if (!co.ok()) return co.status();
+    auto cp = control::ControlPlane::Open(*co);
+    if (!cp.ok()) return cp.status().WithContext("gateway [control]");
+    g->control_ = std::move(cp).value();
+    g->replica_hours_ =
+        std::make_unique<ReplicaHoursMeter>(g->control_.get(), [gw = g.get()] { return gw->table(); });
+    if (!config->allow_insecure_keys && config->tls_cert.empty() && g->options_.tls_cert_override.empty()) {
+      PAGODA_LOG(Warning) << "gateway: API keys are accepted only over TLS and this listener is plain HTTP: every "
+                             "keyed request will be refused (set tls_cert/tls_key, or allow_insecure_keys)";
+    }
+  }
   http::UpstreamClientOptions uo;
   uo.io_threads = config->upstream_threads;
   g->client_ = std::make_unique<http::UpstreamClient>(uo);
@@ -87,6 +119,7 @@ Gateway::~Gateway() {
   if (health_) health_->Stop();
   if (feed_) feed_->Stop();
   if (rollouts_) rollouts_->StopTicking();
+  if (replica_hours_) replica_hours_->Stop();
   server_.reset();
   health_.reset();
   client_.reset();
@@ -95,14 +128,22 @@ Gateway::~Gateway() {
 http::Router Gateway::BuildRouter() {
   http::Router router;
   auto proxy = [this](const http::Request& req, std::shared_ptr<http::ResponseWriter> w) {
-    ProxyRequest(ProxyContext{client_.get(), &metrics_}, table(), req, std::move(w));
+    ProxyRequest(ProxyContext{client_.get(), &metrics_, control_.get()}, table(), req, std::move(w));
   };
   router.Add("POST", "/v1/chat/completions", http::Handler(proxy));
   router.Add("POST", "/v1/completions", http::Handler(proxy));
   router.AddPrefix("/v1/", http::Handler(proxy));
-  router.Add("GET", "/v1/models", http::SyncHandler([this](const http::Request&) {
+  router.Add("GET", "/v1/models", http::SyncHandler([this](const http::Request& req) {
+               const auto t = table();
+               std::optional<control::Caller> caller;
+               if (control_) {
+                 auto who = control_->Authenticate(req, "");
+                 if (auto* refused = std::get_if<http::Response>(&who)) return std::move(*refused);
+                 caller = std::move(std::get<control::Caller>(who));
+               }
                api::ModelList list;
-               for (const std::string& name : ServedModelNames(*table())) {
+               for (const std::string& name : ServedModelNames(*t)) {
+                 if (caller && !VisibleTo(*t, name, *caller)) continue;
                  api::ModelCard card;
                  card.id = name;
                  card.owned_by = "pagoda-gateway";
@@ -114,8 +155,9 @@ http::Router Gateway::BuildRouter() {
                return http::Response::Json(200, R"({"status":"ok"})");
              }));
   router.Add("GET", "/metrics", http::SyncHandler([this](const http::Request&) {
-               http::Response r =
-                   http::Response::Text(200, metrics_.Render(*table()) + rollouts_->RenderMetrics());
+               http::Response r = http::Response::Text(
+                   200, metrics_.Render(*table()) + rollouts_->RenderMetrics() +
+                            (control_ ? control_->RenderMetrics() : std::string()));
                r.content_type = "text/plain; version=0.0.4";
                return r;
              }));
@@ -129,6 +171,7 @@ Status Gateway::Start() {
   if (options_.health_checks) health_->Start();
   feed_->Sync(*table());
   rollouts_->StartTicking(kRolloutTick);
+  if (replica_hours_) replica_hours_->Start();
   const auto t = table();
   PAGODA_LOG(Info) << "gateway: listening on " << (server_->tls() ? "https://" : "http://")
                    << t->config().listen_address << ":" << server_->port() << " ("
@@ -148,6 +191,7 @@ void Gateway::Shutdown(std::chrono::milliseconds deadline) {
   health_->Stop();
   feed_->Stop();
   rollouts_->StopTicking();
+  if (replica_hours_) replica_hours_->Stop();
 }
 
 void Gateway::RunUntilSignal(std::chrono::milliseconds deadline) {
@@ -170,6 +214,7 @@ void Gateway::RunUntilSignal(std::chrono::milliseconds deadline) {
   std::signal(SIGHUP, SIG_DFL);
   health_->Stop();
   rollouts_->StopTicking();
+  if (replica_hours_) replica_hours_->Stop();
 }
 
 std::shared_ptr<const RoutingTable> Gateway::table() const {

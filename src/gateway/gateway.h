@@ -16,10 +16,12 @@
 #include <string>
 
 #include "base/status.h"
+#include "control/control_plane.h"
 #include "gateway/admin_api.h"
 #include "gateway/gateway_metrics.h"
 #include "gateway/health_checker.h"
 #include "gateway/kv_event_feed.h"
+#include "gateway/replica_hours_meter.h"
 #include "gateway/rollout_controller.h"
 #include "gateway/routing_table.h"
 #include "http/server.h"
@@ -62,6 +64,7 @@ class Gateway final : public AdminBackend {
   RolloutController& rollouts() { return *rollouts_; }
   http::UpstreamClient& upstream_client() { return *client_; }
   http::ServerStats server_stats() const { return server_->stats(); }
+  control::ControlPlane* control() { return control_.get(); }  // null without [control]
 
  private:
   explicit Gateway(GatewayOptions options) : options_(std::move(options)) {}
@@ -75,6 +78,8 @@ class Gateway final : public AdminBackend {
   std::unique_ptr<http::UpstreamClient> client_;
   std::unique_ptr<HealthChecker> health_;
   std::unique_ptr<KvEventFeed> feed_;  // the replicas' KV events into each model's index
+  std::unique_ptr<control::ControlPlane> control_;  // [control]; null for an open gateway
+  std::unique_ptr<ReplicaHoursMeter> replica_hours_;  // with control_: dedicated deployments
   std::unique_ptr<http::Server> server_;
   mutable std::mutex mu_;
   std::shared_ptr<RoutingTable> table_;  // guarded by mu_

@@ -172,6 +172,21 @@ bool ReadKvEndpoint(TableReader& r, std::string_view key, std::string* out) {
   return true;
 }
 
+void ParseControlTable(TableReader& r, ControlConfig* c) {
+  r.String("db", &c->db, /*required=*/true);
+  r.String("counters", &c->counters);
+  r.String("signing_secret_env", &c->signing_secret_env);
+  r.String("key_pepper_env", &c->key_pepper_env);
+  r.Int("default_max_tokens", &c->default_max_tokens, 1, int64_t{1} << 30);
+  for (const char* secret : {"signing_secret", "key_pepper"}) {
+    if (const toml::node* n = r.Get(secret)) {
+      r.Fail(r.LineOf(*n), std::string("control.") + secret + ": secrets never go in the file; name an environment "
+                           "variable with " + secret + "_env");
+    }
+  }
+  r.Finish();
+}
+
 // tls_cert and tls_key: both or neither, each readable. Whether they hold a
 // certificate and its key is checked when the listener loads them.
 void ReadTlsFiles(TableReader& r, GatewayConfig* c) {
@@ -224,6 +239,7 @@ void ParseGatewayTable(TableReader& r, GatewayConfig* c) {
   r.Int("upstream_threads", &c->upstream_threads, 1, 64);
   ReadTlsFiles(r, c);
   r.String("admin_key_env", &c->admin_key_env);
+  r.Bool("allow_insecure_keys", &c->allow_insecure_keys);
   r.String("zone", &c->zone);
   r.String("zone_header", &c->zone_header);
   constexpr int64_t kDay = 86'400'000;
@@ -274,6 +290,7 @@ void ParseModel(TableReader& r, ModelConfig* m, std::set<std::string>* replica_i
   m->served_model_name = m->name;
   r.String("served_model_name", &m->served_model_name);
   r.String("tokenizer_gguf", &m->tokenizer_gguf);
+  r.String("tenant", &m->tenant);
   r.Int("block_size", &m->block_size, 1, 4096);
   if (r.Number("decode_load_weight", &m->decode_load_weight) && m->decode_load_weight < 0) {
     r.Fail(r.LineOf(*r.Get("decode_load_weight")), "decode_load_weight must be >= 0");
@@ -472,6 +489,14 @@ Result<GatewayConfig> ParseGatewayConfig(std::string_view toml_text, std::string
       ParseGatewayTable(r, &c);
     } else {
       root.Fail(root.LineOf(*g), "gateway: expected a table [gateway]");
+    }
+  }
+  if (const toml::node* ct = root.Get("control")) {
+    if (const toml::table* t = ct->as_table()) {
+      TableReader r(*t, "control", source_name, &error);
+      ParseControlTable(r, &c.control);
+    } else {
+      root.Fail(root.LineOf(*ct), "control: expected a table [control]");
     }
   }
   std::set<std::string> replica_ids;

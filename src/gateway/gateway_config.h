@@ -54,6 +54,9 @@ struct ModelConfig {
   // cache_aware: what one KV block held by a running request costs, in
   // prompt blocks to compute (CacheAwareOptions::decode_block_weight).
   double decode_load_weight = 1.0;
+  // A dedicated deployment: only this tenant's keys see and use the model
+  // (with [control]); "" = shared by every tenant.
+  std::string tenant;
   std::vector<DeploymentConfig> deployments;
 };
 
@@ -74,6 +77,17 @@ struct AliasConfig {
   std::string fallback;  // upstream name; "" when none
 };
 
+// [control]: tenants, API keys, limits and usage metering (docs/CONTROL_PLANE.md).
+// Without `db` the gateway is open: no keys are asked for.
+struct ControlConfig {
+  std::string db;        // "sqlite:///path.db" (or a plain path) or "postgresql://..."; "" = off
+  std::string counters;  // rate-limit counters: "" = the db itself, or "redis://host:port"
+  std::string signing_secret_env;  // secret shared with replicas for signed tenant headers ("" = unsigned)
+  std::string key_pepper_env;      // HMAC pepper for key hashes ("" = plain SHA-256)
+  int64_t default_max_tokens = 4096;  // reserved for the completion when a request names no max_tokens
+  bool enabled() const { return !db.empty(); }
+};
+
 struct GatewayConfig {
   std::string listen_address = "127.0.0.1";
   uint16_t listen_port = 8080;
@@ -85,6 +99,10 @@ struct GatewayConfig {
   std::string tls_cert;
   std::string tls_key;
   std::string admin_key_env;  // environment variable holding the admin key; "" disables the admin API
+  // API keys and the admin key over plain HTTP (loopback use, or TLS ended
+  // in front of the gateway); otherwise only over TLS.
+  bool allow_insecure_keys = false;
+  ControlConfig control;
   std::string zone;           // the gateway's own zone
   std::string zone_header = "x-pagoda-zone";
   int64_t health_interval_ms = 2000;

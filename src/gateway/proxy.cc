@@ -6,7 +6,10 @@
 
 #include "api/api_error.h"
 #include "base/log.h"
+#include "tenancy/signed_headers.h"
 #include "gateway/request_info.h"
+#include "gateway/request_meter.h"
+#include "gateway/tenant_routing.h"
 #include "gateway/router.h"
 #include "gateway/sse_splitter.h"
 #include "gateway/usage_reader.h"
@@ -43,11 +46,37 @@ bool IsHopByHop(std::string_view name) {
   return false;
 }
 
+bool IsTenantHeader(std::string_view name) {
+  using namespace tenancy;
+  for (const char* h : {kHeaderTenant, kHeaderKeyId, kHeaderPlan, kHeaderWeight, kHeaderPriority, kHeaderCacheScope,
+                        kHeaderTimestamp, kHeaderSignature}) {
+    if (http::EqualsIgnoreCase(name, h)) return true;
+  }
+  return false;
+}
+
+// The usage status of a response the client got.
+tenancy::UsageStatus UsageStatusOf(int http_status) {
+  using tenancy::UsageStatus;
+  if (http_status / 100 == 2) return UsageStatus::kOk;
+  if (http_status == 401 || http_status == 403) return UsageStatus::kUnauthorized;
+  if (http_status == 429) return UsageStatus::kRateLimited;
+  if (http_status == 503) return UsageStatus::kUnavailable;
+  if (http_status == 504) return UsageStatus::kTimeout;
+  if (http_status / 100 == 4) return UsageStatus::kBadRequest;
+  return UsageStatus::kError;
+}
+
 class Exchange : public std::enable_shared_from_this<Exchange> {
  public:
   Exchange(const ProxyContext& ctx, std::shared_ptr<const RoutingTable> table, const http::Request& req,
            std::shared_ptr<http::ResponseWriter> writer)
-      : ctx_(ctx), table_(std::move(table)), req_(req), writer_(std::move(writer)), received_(Clock::now()) {}
+      : ctx_(ctx),
+        table_(std::move(table)),
+        req_(req),
+        writer_(std::move(writer)),
+        received_(Clock::now()),
+        meter_(ctx.control, received_) {}
 
   void Start();
 
@@ -80,6 +109,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   LoadGuard guard_;
   int attempts_ = 0;
   double added_seconds_ = 0;
+  RequestMeter meter_;  // keys, limits, usage (no-op without a control plane)
+  std::string routed_model_;  // route_.model's storage when the tenant's plan picks it
 
   // Per attempt (callbacks of one call run one at a time; a retry starts
   // from the previous call's on_done).
@@ -134,6 +165,17 @@ void Exchange::Start() {
   route_.prompt_tokens = info_.prompt_tokens;
   if (model != nullptr) Tokenize(*model);
   route_.max_tokens = info_.max_tokens;
+  if (auto refused = meter_.Admit(req_, info_, route_.prompt_tokens)) {
+    writer_->Respond(std::move(*refused));
+    return;
+  }
+  if (const control::Caller* caller = meter_.caller()) {
+    auto routed = TenantRoute(*table_, info_.model, *caller);
+    if (!routed.ok()) return Fail(routed.error());
+    routed_model_ = std::move(routed).value();
+    route_.model = routed_model_;
+  }
+  route_.cache_scope_digest = meter_.cache_scope_digest();
   writer_->OnCancel([weak = weak_from_this()] {
     if (auto self = weak.lock()) self->OnClientGone();
   });
@@ -202,7 +244,8 @@ http::UpstreamRequest Exchange::BuildUpstreamRequest() const {
   // An external upstream's URL includes its API root (".../v1").
   if (r.external() && target.rfind("/v1", 0) == 0) target.erase(0, 3);
   up.target = r.config().endpoint.base_path + target;
-  up.headers = ForwardHeaders(req_.headers, r.external());
+  up.headers = ForwardHeaders(req_.headers, r.external(), meter_.active());
+  if (!r.external()) meter_.AddUpstreamHeaders(up.headers);
   if (r.external() && !r.external_info().api_key.empty()) {
     up.headers.Set("Authorization", "Bearer " + r.external_info().api_key);
   }
@@ -213,7 +256,9 @@ http::UpstreamRequest Exchange::BuildUpstreamRequest() const {
   } else if (const ModelRoute* m = table_->FindModel(r.model())) {
     served = m->config.served_model_name;
   }
-  up.body = !served.empty() && !req_.body.empty() ? RewriteModel(req_.body, served) : req_.body;
+  up.body = req_.body.empty() || (served.empty() && !meter_.force_usage())
+                ? req_.body
+                : RewriteUpstreamBody(req_.body, served, meter_.force_usage());
   up.connect_timeout = std::chrono::milliseconds(c.connect_timeout_ms);
   up.first_byte_timeout = std::chrono::milliseconds(c.first_byte_timeout_ms);
   up.idle_timeout = std::chrono::milliseconds(c.idle_timeout_ms);
@@ -226,6 +271,7 @@ http::Headers Exchange::ServedBy() const {
   h.Add(kDeploymentHeader, decision_.deployment);
   h.Add(kReplicaHeader, decision_.replica->id());
   h.Add(kPredictedCachedHeader, std::to_string(decision_.predicted_cached_tokens));
+  meter_.AddResponseHeaders(h);
   return h;
 }
 
@@ -267,6 +313,7 @@ void Exchange::OnBody(std::string_view bytes) {
     const bool ok = sse_.Feed(bytes, [&](const SseEvent& ev) {
       if (ev.has_data) {
         if (auto u = ReadUsage(ev.data)) usage_ = u;  // the include_usage chunk
+        if (!meter_.OnSseData(ev.data, Clock::now())) return true;  // usage only the gateway asked for
       }
       return writer_->SendSseRaw(ev.block);
     });
@@ -332,6 +379,7 @@ void Exchange::OnDone(const http::UpstreamOutcome& o) {
       if (const std::string* v = head_headers_.Find(keep)) r.headers.Set(keep, *v);
     }
     if (status_ / 100 == 2) usage_ = ReadUsage(body_);
+    meter_.OnBodyUsage(usage_);
     r.body = std::move(body_);
     writer_->Respond(std::move(r));
     added_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
@@ -364,9 +412,19 @@ void Exchange::Fail(const api::ApiError& e) {
   http::Response r = ErrorOf(e);
   if (decision_.replica) r.headers = ServedBy();
   writer_->Respond(std::move(r));
+  meter_.Finish(UsageStatusOf(e.status), e.status, decision_.deployment, Clock::now());
 }
 
 void Exchange::Finish(const std::string& status_class) {
+  if (status_class == "cancelled") {
+    meter_.Finish(tenancy::UsageStatus::kCancelled, 499, decision_.deployment, Clock::now());
+  } else if (mode_ == Mode::kSse) {
+    const bool ok = status_class == "2xx";
+    meter_.Finish(ok ? tenancy::UsageStatus::kOk : tenancy::UsageStatus::kError, ok ? 200 : 502, decision_.deployment,
+                  Clock::now());
+  } else {
+    meter_.Finish(UsageStatusOf(status_), status_, decision_.deployment, Clock::now());
+  }
   if (decision_.replica) {
     ctx_.metrics->RecordRequest(decision_.replica->id(), decision_.deployment, decision_.policy, status_class);
     if (status_class == "2xx") {
@@ -391,11 +449,12 @@ void Exchange::OnClientGone() {
 
 }  // namespace
 
-http::Headers ForwardHeaders(const http::Headers& in, bool external) {
+http::Headers ForwardHeaders(const http::Headers& in, bool external, bool strip_auth) {
   http::Headers out;
   for (const auto& [k, v] : in.fields()) {
-    if (IsHopByHop(k)) continue;
-    if (external && http::EqualsIgnoreCase(k, "authorization")) continue;
+    if (IsHopByHop(k) || IsTenantHeader(k)) continue;
+    if ((external || strip_auth) && http::EqualsIgnoreCase(k, "authorization")) continue;
+    if (strip_auth && http::EqualsIgnoreCase(k, "x-api-key")) continue;
     out.Add(k, v);
   }
   return out;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "control/control_plane.h"
 #include "gateway/gateway_metrics.h"
 #include "gateway/routing_table.h"
 #include "http/message.h"
@@ -28,6 +29,8 @@ namespace pagoda::gateway {
 struct ProxyContext {
   http::UpstreamClient* client = nullptr;
   GatewayMetrics* metrics = nullptr;
+  // Keys, limits and metering (gateway/request_meter.h); nullptr: open gateway.
+  control::ControlPlane* control = nullptr;
 };
 
 // Headers that name what served a response.
@@ -41,8 +44,11 @@ inline constexpr const char* kPredictedCachedHeader = "x-pagoda-predicted-cached
 void ProxyRequest(const ProxyContext& ctx, std::shared_ptr<const RoutingTable> table, const http::Request& request,
                   std::shared_ptr<http::ResponseWriter> writer);
 
-// The request headers to forward (hop-by-hop ones, Host, Content-Length and,
-// for external upstreams, Authorization removed).
-http::Headers ForwardHeaders(const http::Headers& in, bool external);
+// The request headers to forward: hop-by-hop ones, Host, Content-Length and
+// any tenant headers a client sent (only the gateway's signed ones may
+// reach a replica) removed; Authorization removed for external upstreams
+// (they get their own key) and, with `strip_auth`, for every upstream (a
+// tenant's key never leaves the gateway).
+http::Headers ForwardHeaders(const http::Headers& in, bool external, bool strip_auth = false);
 
 }  // namespace pagoda::gateway

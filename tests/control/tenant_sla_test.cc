@@ -78,6 +78,9 @@ TEST(TenantSlaTest, ThroughputIsReportedAgainstTheReservation) {
   EXPECT_DOUBLE_EQ(j["data"][0]["reserved_tokens_per_second"].get<double>(), 120.0);
   EXPECT_DOUBLE_EQ(j["data"][0]["tokens_per_second"].get<double>(), 60.0);
   EXPECT_DOUBLE_EQ(j["data"][0]["throughput_vs_reservation"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(sla.TokensPerSecond("p", "llama", t0), 60.0);
+  EXPECT_DOUBLE_EQ(sla.TokensPerSecond("p", "qwen", t0), 0.0);
+  EXPECT_DOUBLE_EQ(sla.TokensPerSecond("p", "", t0 + std::chrono::seconds(61)), 0.0);
   sla.SetReservation("p", "qwen", 0);
   EXPECT_DOUBLE_EQ(sla.Snapshot(t0)[0].reserved_tokens_per_second, 100.0);
 }

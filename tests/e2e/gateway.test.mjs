@@ -19,7 +19,7 @@ let replicas = [];
 let gw, gwBase, client;
 
 function config(urls) {
-  let s = `[gateway]\nadmin_key_env = "PAGODA_GW_ADMIN"\nhealth_interval_ms = 200\nhealth_timeout_ms = 500\n` +
+  let s = `[gateway]\nadmin_key_env = "PAGODA_GW_ADMIN"\nallow_insecure_keys = true\nhealth_interval_ms = 200\nhealth_timeout_ms = 500\n` +
           `eject_after_failures = 1\nfirst_byte_timeout_ms = 30000\n\n` +
           `[[models]]\nname = "stories"\npolicy = "round_robin"\nserved_model_name = "stories260K"\n` +
           `[[models.deployments]]\nversion = "v1"\n`;

@@ -42,7 +42,7 @@ let replicas = [];  // { server, pub, replay, name }
 const gateways = {};  // policy -> { proc, base, client, stderr }
 
 function config(policy) {
-  let s = `[gateway]\nadmin_key_env = "PAGODA_GWC_ADMIN"\nhealth_interval_ms = 200\nhealth_timeout_ms = 500\n` +
+  let s = `[gateway]\nadmin_key_env = "PAGODA_GWC_ADMIN"\nallow_insecure_keys = true\nhealth_interval_ms = 200\nhealth_timeout_ms = 500\n` +
           `eject_after_failures = 1\nfirst_byte_timeout_ms = 30000\n\n` +
           `[[models]]\nname = "stories"\npolicy = "${policy}"\nserved_model_name = "stories260K"\n` +
           `tokenizer_gguf = "${modelPath}"\nblock_size = 16\n[[models.deployments]]\nversion = "v1"\n`;

@@ -26,7 +26,7 @@ let replicas = [];
 let gw, gwBase, client;
 
 function config(v1, v2, v3) {
-  let s = `[gateway]\nadmin_key_env = "PAGODA_GW_ADMIN"\nhealth_interval_ms = 250\nhealth_timeout_ms = 500\n` +
+  let s = `[gateway]\nadmin_key_env = "PAGODA_GW_ADMIN"\nallow_insecure_keys = true\nhealth_interval_ms = 250\nhealth_timeout_ms = 500\n` +
           `first_byte_timeout_ms = 30000\n\n` +
           `[[models]]\nname = "stories"\npolicy = "round_robin"\nserved_model_name = "stories260K"\n` +
           `current_version = "v1"\n`;

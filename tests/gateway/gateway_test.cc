@@ -148,7 +148,7 @@ class GatewayTest : public ::testing::Test {
     path_ = (std::filesystem::temp_directory_path() /
              ("pagoda_gw_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++) + ".toml"))
                 .string();
-    Write("[gateway]\nadmin_key_env = \"GW_TEST_ADMIN\"\nfirst_byte_timeout_ms = 500\n"
+    Write("[gateway]\nadmin_key_env = \"GW_TEST_ADMIN\"\nallow_insecure_keys = true\nfirst_byte_timeout_ms = 500\n"
           "request_deadline_ms = " + std::to_string(deadline_ms_) +
           "\neject_after_failures = 1\ncircuit_open_ms = 60000\n" + gateway_table + body);
     GatewayOptions o;
@@ -422,7 +422,7 @@ TEST_F(GatewayTest, ReloadRefusesABadConfigAndKeepsTheOld) {
   EXPECT_EQ(nlohmann::json::parse(Chat("m").body)["tag"], "a");              // the old config serves
   auto routing = client_->Send("GET", "/admin/routing", "", admin);
   EXPECT_NE(routing->body.find("\"ok\":false"), std::string::npos);
-  Write("[gateway]\nadmin_key_env = \"GW_TEST_ADMIN\"\n" + ModelToml("m2", {b.url()}, "session"));
+  Write("[gateway]\nadmin_key_env = \"GW_TEST_ADMIN\"\nallow_insecure_keys = true\n" + ModelToml("m2", {b.url()}, "session"));
   EXPECT_EQ(client_->Send("POST", "/admin/reload", "", admin)->status, 200);
   EXPECT_EQ(Chat("m").status, 404);
   EXPECT_EQ(nlohmann::json::parse(Chat("m2").body)["tag"], "b");

@@ -59,7 +59,7 @@ class RolloutAdminTest : public ::testing::Test {
  protected:
   static std::string Toml(const std::map<std::string, std::vector<std::string>>& versions) {
     std::string toml =
-        "[gateway]\nadmin_key_env = \"GW_ADMIN\"\nhealth_timeout_ms = 300\neject_after_failures = 100\n"
+        "[gateway]\nadmin_key_env = \"GW_ADMIN\"\nallow_insecure_keys = true\nhealth_timeout_ms = 300\neject_after_failures = 100\n"
         "[[models]]\nname = \"m\"\npolicy = \"round_robin\"\ncurrent_version = \"v1\"\n";
     for (const auto& [v, urls] : versions) {
       toml += "[[models.deployments]]\nversion = \"" + v + "\"\n";

@@ -1,0 +1,310 @@
+#include "control/control_plane.h"
+
+#include <atomic>
+#include <sstream>
+
+#include "api/api_error.h"
+#include "base/log.h"
+#include "http/auth.h"
+#include "tenancy/counter_store.h"
+
+namespace pagoda::control {
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+http::Response ErrorOf(const api::ApiError& e) { return http::Response::Json(e.status, e.ToJsonString()); }
+
+api::ApiError Error(int status, std::string message, std::string code, std::string type) {
+  api::ApiError e;
+  e.status = status;
+  e.message = std::move(message);
+  e.code = std::move(code);
+  e.type = std::move(type);
+  return e;
+}
+
+api::ApiError StoreUnavailable(const Status& s) {
+  // The message names the store and the operation, never a key.
+  PAGODA_LOG(Error) << "control plane: store unavailable, refusing requests: " << s.message();
+  return Error(503, "The control plane's store is unavailable; the request was not admitted.", "store_unavailable",
+               "server_error");
+}
+
+// "model@version" -> "model".
+std::string_view Unpinned(std::string_view model) {
+  const size_t at = model.find('@');
+  return at == std::string_view::npos ? model : model.substr(0, at);
+}
+
+std::string CounterKey(tenancy::LimitScope scope, const std::string& id, const std::string& model) {
+  return std::string(scope == tenancy::LimitScope::kKey ? "k:" : "t:") + id + "|m:" + (model.empty() ? "*" : model);
+}
+
+}  // namespace
+
+struct ControlPlane::Counters {
+  std::atomic<int64_t> authenticated{0}, unauthenticated{0}, forbidden{0}, admitted{0}, rate_limited{0},
+      unavailable{0};
+};
+
+tenancy::TenantContext Caller::Context() const {
+  tenancy::TenantContext c;
+  c.tenant = tenant.id;
+  c.key_id = key.id;
+  c.plan = tenancy::PlanKindName(tenant.plan);
+  c.weight = tenant.weight;
+  c.priority = priority;
+  c.cache_scope = cache_scope;
+  return c;
+}
+
+std::optional<std::string_view> CredentialOf(const http::Request& request) {
+  if (const std::string* a = request.headers.Find("Authorization")) return std::string_view(*a);
+  if (const std::string* k = request.headers.Find("x-api-key")) return std::string_view(*k);
+  return std::nullopt;
+}
+
+std::optional<http::Response> RefuseInsecureKey(const http::Request& request, bool allow_insecure_keys) {
+  if (request.secure || allow_insecure_keys) return std::nullopt;
+  return ErrorOf(Error(403,
+                       "Keys are accepted only over TLS (https). Use the server's TLS port, or allow keys over "
+                       "plain HTTP (--allow-insecure-keys, allow_insecure_keys) for loopback use.",
+                       "insecure_transport", "invalid_request_error"));
+}
+
+std::optional<http::Response> RequireAdminKey(const http::Request& request, std::string_view admin_key,
+                                              bool allow_insecure_keys, std::string_view how_to_enable) {
+  if (admin_key.empty()) {
+    return ErrorOf(Error(403, "The admin API is disabled: " + std::string(how_to_enable) + ".", "admin_disabled",
+                         "invalid_request_error"));
+  }
+  if (auto refused = RefuseInsecureKey(request, allow_insecure_keys)) return refused;
+  return http::RequireBearerToken(request, admin_key);
+}
+
+ControlPlane::ControlPlane(const ControlPlaneOptions& options)
+    : options_(options), sla_(options.sla_window), counters_seen_(std::make_unique<Counters>()) {}
+
+ControlPlane::~ControlPlane() {
+  // The ledger writes what it holds before the store goes.
+  ledger_.reset();
+  limiter_.reset();
+}
+
+Result<std::unique_ptr<ControlPlane>> ControlPlane::Open(const ControlPlaneOptions& options) {
+  if (options.store_url.empty()) return InvalidArgument("control plane: no store (--db) given");
+  std::unique_ptr<ControlPlane> cp(new ControlPlane(options));
+  PAGODA_ASSIGN_OR_RETURN(cp->store_, tenancy::OpenTenantStore(options.store_url));
+  tenancy::CounterStoreOptions co;
+  co.window_ms = options.counter_window_ms;
+  PAGODA_ASSIGN_OR_RETURN(
+      cp->counters_, tenancy::OpenCounterStore(options.counters_url.empty() ? options.store_url : options.counters_url, co));
+  tenancy::TenantCacheOptions tco;
+  tco.pepper = options.key_pepper;
+  cp->cache_ = std::make_unique<tenancy::TenantCache>(*cp->store_, tco);
+  cp->limiter_ = std::make_unique<tenancy::RateLimiter>(cp->counters_.get());
+  cp->ledger_ = std::make_unique<tenancy::UsageLedger>(*cp->store_);
+  // Provisioned reservations show against throughput in the SLA figures.
+  if (auto rs = cp->store_->ListReservations(); rs.ok()) {
+    for (const auto& r : *rs) cp->sla_.SetReservation(r.tenant_id, r.model, r.tokens_per_second);
+  }
+  PAGODA_LOG(Info) << "control plane: store " << cp->store_->Describe() << ", counters " << cp->counters_->Describe();
+  return cp;
+}
+
+std::variant<Caller, http::Response> ControlPlane::Authenticate(const http::Request& request, std::string_view model) {
+  const auto credential = CredentialOf(request);
+  if (!credential) {
+    ++counters_seen_->unauthenticated;
+    return ErrorOf(Error(401,
+                         "You didn't provide an API key. Provide it in the Authorization header "
+                         "(Authorization: Bearer YOUR_KEY).",
+                         "missing_api_key", "invalid_request_error"));
+  }
+  if (auto refused = RefuseInsecureKey(request, options_.allow_insecure_keys)) {
+    ++counters_seen_->forbidden;
+    return std::move(*refused);
+  }
+  auto auth = cache_->Authenticate(*credential, NowMs());
+  if (!auth.ok()) {
+    const StatusCode c = auth.status().code();
+    if (c == StatusCode::kInvalidArgument || c == StatusCode::kNotFound) {
+      ++counters_seen_->unauthenticated;
+      return ErrorOf(api::InvalidApiKey());
+    }
+    ++counters_seen_->unavailable;
+    return ErrorOf(StoreUnavailable(auth.status()));
+  }
+  if (!model.empty() && !auth->key.AllowsModel(model) && !auth->key.AllowsModel(Unpinned(model))) {
+    ++counters_seen_->forbidden;
+    return ErrorOf(Error(403, "This API key is not allowed to use the model '" + std::string(Unpinned(model)) + "'.",
+                         "model_not_allowed", "invalid_request_error"));
+  }
+  ++counters_seen_->authenticated;
+  Caller c;
+  c.tenant = std::move(auth->tenant);
+  c.key = std::move(auth->key);
+  c.cache_scope = c.tenant.share_cache_across_keys ? "t:" + c.tenant.id : "t:" + c.tenant.id + "/k:" + c.key.id;
+  // Provisioned: ahead of shared traffic up to the reservation on this
+  // model; past it the tenant competes like everyone else.
+  if (c.tenant.plan == tenancy::PlanKind::kProvisioned) {
+    auto r = cache_->ReservationFor(c.tenant.id, Unpinned(model));
+    if (r.ok() && r->has_value() &&
+        sla_.TokensPerSecond(c.tenant.id, std::string(Unpinned(model))) < (*r)->tokens_per_second) {
+      c.priority = 1;
+    }
+  }
+  return c;
+}
+
+std::variant<Ticket, http::Response> ControlPlane::Admit(const Caller& caller, std::string_view model,
+                                                         int64_t prompt_tokens, int64_t max_tokens) {
+  if (Status s = ledger_->AdmissionStatus(); !s.ok()) {
+    ++counters_seen_->unavailable;
+    return ErrorOf(StoreUnavailable(s));
+  }
+  tenancy::AuthContext auth{caller.key, caller.tenant};
+  auto rules = cache_->LimitsFor(auth, Unpinned(model));
+  if (!rules.ok()) {
+    ++counters_seen_->unavailable;
+    return ErrorOf(StoreUnavailable(rules.status()));
+  }
+  Ticket t;
+  t.reserved_tokens = std::max<int64_t>(prompt_tokens, 0) + (max_tokens > 0 ? max_tokens : options_.default_max_tokens);
+  tenancy::AdmitRequest req;
+  req.reserve_tokens = t.reserved_tokens;
+  for (const tenancy::LimitRule& r : *rules) {
+    tenancy::ScopeLimits s;
+    s.key = CounterKey(r.scope, r.scope_id, r.model);
+    s.label = std::string(tenancy::LimitScopeName(r.scope)) + " " + r.scope_id +
+              (r.model.empty() ? std::string(" on all models") : " on model " + r.model);
+    if (r.limits.rpm > 0) s.requests = r.limits.rpm;
+    if (r.limits.tpm > 0) s.tokens = r.limits.tpm;
+    if (r.limits.concurrent > 0) s.concurrent = r.limits.concurrent;
+    if (s.requests || s.tokens || s.concurrent) req.scopes.push_back(std::move(s));
+  }
+  if (req.scopes.empty()) {
+    ++counters_seen_->admitted;
+    return t;
+  }
+  auto d = limiter_->Admit(req);
+  if (!d.ok()) {
+    ++counters_seen_->unavailable;
+    return ErrorOf(StoreUnavailable(d.status()));
+  }
+  if (!d->admitted()) {
+    ++counters_seen_->rate_limited;
+    http::Response r = http::Response::Json(429, d->refused->ErrorBody());
+    for (const auto& h : d->headers) r.headers.Set(h.name, h.value);
+    return r;
+  }
+  ++counters_seen_->admitted;
+  t.admission = std::move(d->admission);
+  t.headers = std::move(d->headers);
+  return t;
+}
+
+void ControlPlane::Finish(Ticket& ticket, const Caller& caller, const RequestOutcome& o) {
+  if (ticket.admission && !ticket.admission->settled()) {
+    Status s = ticket.admission->Settle(o.prompt_tokens + o.completion_tokens);
+    if (!s.ok()) PAGODA_LOG(Warning) << "control plane: settlement queued until the counters return: " << s.message();
+  }
+  RecordUsage(caller, o);
+  RequestTiming timing;
+  timing.tenant = caller.tenant.id;
+  timing.model = std::string(Unpinned(o.model));
+  timing.ok = o.status == tenancy::UsageStatus::kOk || o.status == tenancy::UsageStatus::kCancelled;
+  timing.ttft_seconds = o.ttft_seconds;
+  timing.mean_itl_seconds = o.mean_itl_seconds;
+  timing.completion_tokens = o.completion_tokens;
+  sla_.Record(timing);
+}
+
+void ControlPlane::RecordUsage(const Caller& caller, const RequestOutcome& o) {
+  tenancy::UsageRecord r;
+  r.request_id = o.request_id;
+  r.tenant_id = caller.tenant.id;
+  r.key_id = caller.key.id;
+  r.model = o.model;
+  r.deployment = o.deployment;
+  r.version = o.version;
+  r.prompt_tokens = o.prompt_tokens;
+  r.cached_tokens = o.cached_tokens;
+  r.completion_tokens = o.completion_tokens;
+  auto ms = [](double s) { return s < 0 ? int64_t{0} : static_cast<int64_t>(s * 1000.0 + 0.5); };
+  r.queue_ms = ms(o.queue_seconds);
+  r.ttft_ms = ms(o.ttft_seconds);
+  r.total_ms = ms(o.total_seconds);
+  r.status = o.status;
+  r.http_status = o.http_status;
+  r.started_at_ms = NowMs() - r.total_ms;
+  PAGODA_LOG(Debug) << tenancy::MetadataLogLine(r);
+  ledger_->Record(std::move(r));
+}
+
+void ControlPlane::MeterReplicaMinute(const std::string& tenant, const std::string& deployment,
+                                      const std::string& model, int replicas) {
+  if (replicas <= 0) return;
+  const int64_t now = NowMs();
+  tenancy::CounterRule once{"rh:" + deployment, tenancy::CounterKind::kRequests, 1, 1};
+  auto a = counters_->Acquire({once}, now, "");
+  if (!a.ok()) {
+    PAGODA_LOG(Warning) << "control plane: replica-hours not metered this minute: " << a.status().message();
+    return;
+  }
+  if (!a->admitted) return;  // another gateway metered this minute
+  tenancy::ReplicaHours h;
+  h.tenant_id = tenant;
+  h.deployment = deployment;
+  h.model = model;
+  h.day_ms = tenancy::DayStart(now);
+  h.hours = replicas / 60.0 * (static_cast<double>(options_.counter_window_ms) / 60'000.0);
+  if (Status s = store_->AddReplicaHours(h); !s.ok()) {
+    PAGODA_LOG(Warning) << "control plane: replica-hours not stored: " << s.message();
+  }
+}
+
+tenancy::HeaderList ControlPlane::SignedHeaders(const Caller& caller, std::string_view request_id) const {
+  if (options_.signing_secret.empty()) return {};
+  auto h = tenancy::SignTenantHeaders(caller.Context(), request_id, options_.signing_secret,
+                                      std::chrono::system_clock::now());
+  if (!h.ok()) {
+    PAGODA_LOG(Warning) << "control plane: tenant headers not signed: " << h.status().message();
+    return {};
+  }
+  return std::move(h).value();
+}
+
+std::string ControlPlane::RenderMetrics() const {
+  std::ostringstream o;
+  auto counter = [&](const char* name, const char* help, const std::atomic<int64_t>& v) {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n" << name << " " << v.load() << "\n";
+  };
+  const Counters& c = *counters_seen_;
+  counter("pagoda_control_authenticated_total", "Requests whose API key was accepted.", c.authenticated);
+  counter("pagoda_control_unauthenticated_total", "Requests refused with 401 (no, bad, revoked or expired key).",
+          c.unauthenticated);
+  counter("pagoda_control_forbidden_total", "Requests refused with 403 (scope, plain HTTP).", c.forbidden);
+  counter("pagoda_control_admitted_total", "Requests admitted against their limits.", c.admitted);
+  counter("pagoda_control_rate_limited_total", "Requests refused with 429.", c.rate_limited);
+  counter("pagoda_control_unavailable_total", "Requests refused with 503 because a store failed (fail closed).",
+          c.unavailable);
+  const tenancy::UsageLedgerStats ls = ledger_->stats();
+  o << "# HELP pagoda_usage_ledger_records Usage ledger records by state.\n# TYPE pagoda_usage_ledger_records gauge\n"
+    << "pagoda_usage_ledger_records{state=\"written\"} " << ls.written << "\n"
+    << "pagoda_usage_ledger_records{state=\"pending\"} " << ls.pending << "\n"
+    << "pagoda_usage_ledger_records{state=\"dropped\"} " << ls.dropped << "\n"
+    << "# HELP pagoda_usage_ledger_failures_total Failed ledger batch attempts (each retried).\n"
+    << "# TYPE pagoda_usage_ledger_failures_total counter\npagoda_usage_ledger_failures_total " << ls.failures << "\n";
+  o << "# HELP pagoda_rate_limit_pending_settlements Settlements queued while the counters are unreachable.\n"
+    << "# TYPE pagoda_rate_limit_pending_settlements gauge\npagoda_rate_limit_pending_settlements "
+    << limiter_->pending() << "\n";
+  o << sla_.RenderPrometheus();
+  return o.str();
+}
+
+}  // namespace pagoda::control
