@@ -32,6 +32,10 @@ struct ServeOptions {
   // a stream that has begun.
   std::chrono::milliseconds request_timeout{0};
   api::RequestLimits limits;
+  // The secret the gateway signs tenant headers with (docs/CONTROL_PLANE_SIGNING.md;
+  // `pagoda serve --tenant-secret-env`); "": tenant headers are ignored. At
+  // least tenancy::kMinSecretBytes. Never logged.
+  std::string tenant_secret;
 };
 
 class OpenAiServer {
