@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -131,6 +133,21 @@ TEST(FairSharePolicyTest, ANewlyBackloggedTenantStartsAtTheSmallestBackloggedCou
 }
 
 // ---- through the engine (FakeModel) --------------------------------------------
+
+TEST(FairSharePolicyTest, TheEngineRefusesABadWeight) {
+  FakeModel model;
+  auto engine = MakeEngine(model, FairOptions());
+  for (double w : {0.0, -1.0, std::numeric_limits<double>::infinity(), std::nan("")}) {
+    EngineRequest r = Greedy(Ramp(4), 2);
+    r.weight = w;
+    auto h = engine->Submit(r);
+    ASSERT_FALSE(h.ok()) << w;
+    EXPECT_EQ(h.status().code(), StatusCode::kInvalidArgument);
+  }
+  EngineOptions o = FairOptions();
+  o.fair_share.output_token_cost = -1;
+  EXPECT_FALSE(Engine::Create(model, o).ok());
+}
 
 TEST(FairSharePolicyTest, AFloodingTenantDoesNotDelayTheOthers) {
   FakeModel model;
