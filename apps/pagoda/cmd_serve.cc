@@ -1,6 +1,6 @@
 // pagoda serve: the OpenAI-compatible HTTP server (src/server) over one model.
 // Flags -> EngineOptions / ServeOptions; the listening address and the KV
-// capacity go to stderr. Prompts and keys are never logged.
+// capacity go to stderr. Prompts, keys and the tenant secret are never logged.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -16,6 +16,7 @@
 #include "kvevents/publisher.h"
 #include "model_loading.h"
 #include "server/openai_server.h"
+#include "tenancy/signed_headers.h"
 #include "tokenizer/chat_template.h"
 
 namespace pagoda::cli {
@@ -102,6 +103,14 @@ int CmdServe(int argc, char** argv) {
   app.add_option("--kv-events-replay", kv_events.replay_endpoint,
                  "ZeroMQ ROUTER endpoint (bound) serving replays of the last KV event batches");
   app.add_option("--kv-events-topic", kv_events.topic, "topic frame of every KV event message (default: none, as vLLM)");
+  std::string tenant_secret_env, scheduling = "auto";
+  app.add_option("--tenant-secret-env", tenant_secret_env,
+                 "name of the environment variable holding the secret the gateway signs tenant headers with "
+                 "(docs/CONTROL_PLANE_SIGNING.md); without it tenant headers are ignored");
+  app.add_option("--scheduling", scheduling,
+                 "admission policy: fcfs, fair (VTC fair share between tenants inside priority bands), or auto "
+                 "(default: fair with --tenant-secret-env, else fcfs); docs/SCHEDULING.md")
+      ->check(CLI::IsMember({"auto", "fcfs", "fair"}));
   std::string decode_weights;
   AddDecodeWeightsOption(app, &decode_weights);
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
@@ -141,6 +150,22 @@ int CmdServe(int argc, char** argv) {
     }
     if (no_prefix_cache) return Fail("--kv-events reports the prefix cache, which --no-prefix-cache turns off");
   }
+  // The secret comes from the environment only (never a flag value or a
+  // file), and is never printed.
+  std::string tenant_secret;
+  if (!tenant_secret_env.empty()) {
+    const char* v = std::getenv(tenant_secret_env.c_str());
+    if (v == nullptr || *v == '\0') {
+      return Fail("--tenant-secret-env: environment variable " + tenant_secret_env + " is not set or empty");
+    }
+    tenant_secret = v;
+    if (tenant_secret.size() < tenancy::kMinSecretBytes) {
+      return Fail("--tenant-secret-env: the secret in " + tenant_secret_env + " must be at least " +
+                  std::to_string(tenancy::kMinSecretBytes) + " bytes");
+    }
+  }
+  eo.scheduling = scheduling == "fair" || (scheduling == "auto" && !tenant_secret.empty()) ? SchedulingMode::kFair
+                                                                                         : SchedulingMode::kFcfs;
   if (const auto t = kernels::ParseKvType(kv_type)) {
     eo.kv_type = *t;
   } else {
@@ -165,6 +190,7 @@ int CmdServe(int argc, char** argv) {
   so.io_threads = http_threads;
   so.drain_timeout = std::chrono::seconds(drain_seconds);
   so.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(request_timeout_s * 1000.0));
+  so.tenant_secret = std::move(tenant_secret);
   // Outlives the server (and its engine, which publishes into it).
   std::unique_ptr<kvevents::Publisher> publisher;
   if (!kv_events.endpoint.empty()) {
@@ -187,10 +213,13 @@ int CmdServe(int argc, char** argv) {
                 " tokens: raise --kv-cache-memory or lower --ctx-size");
   }
   if (Status s = (*srv)->Start(); !s.ok()) return Fail(s);
-  std::fprintf(stderr, "pagoda: serving %s (%s, ctx %d) on %s://%s:%u; KV cache %lld tokens (%s); %d threads%s\n",
+  std::fprintf(stderr,
+               "pagoda: serving %s (%s, ctx %d) on %s://%s:%u; KV cache %lld tokens (%s); %d threads; %s "
+               "scheduling%s%s\n",
                so.model_id.c_str(), model.config().arch.c_str(), n_ctx, tls.enabled() ? "https" : "http",
                host.c_str(), (*srv)->port(),
                static_cast<long long>((*srv)->kv_capacity_tokens()), kernels::KvTypeName(eo.kv_type), threads,
+               SchedulingModeName(eo.scheduling), so.tenant_secret.empty() ? "" : "; signed tenant headers",
                api_key.empty() ? "" : "; API key required");
   std::fflush(stderr);
   (*srv)->RunUntilSignal();

@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "base/log.h"
@@ -15,12 +16,18 @@ double Seconds(EngineClock::duration d) { return std::chrono::duration<double>(d
 
 }  // namespace
 
+const char* SchedulingModeName(SchedulingMode m) { return m == SchedulingMode::kFair ? "fair" : "fcfs"; }
+
 Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions& options,
                                                std::unique_ptr<SchedulerPolicy> policy) {
   if (options.n_ctx < 2 || options.max_running < 1 || options.max_waiting < 1 ||
       options.max_batch_tokens < 1 || options.max_n < 1 || options.block_size < 1) {
     return InvalidArgument("engine options: n_ctx >= 2, and max_running, max_waiting, max_batch_tokens, "
                            "max_n, block_size >= 1 are required");
+  }
+  if (!(options.fair_share.prompt_token_cost >= 0) || !(options.fair_share.output_token_cost >= 0) ||
+      !std::isfinite(options.fair_share.prompt_token_cost) || !std::isfinite(options.fair_share.output_token_cost)) {
+    return InvalidArgument("engine options: fair-share token costs must be finite and non-negative");
   }
   if (options.kv_event_sink && !options.prefix_caching) {
     return InvalidArgument("KV events report the prefix cache, which is disabled");
@@ -39,6 +46,13 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
                       blocks_per_seq * options.max_running;
   }
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<PagedKvCache> kv, PagedKvCache::Create(model.kv_cache_spec(), ko));
+  if (!policy) {
+    if (options.scheduling == SchedulingMode::kFair) {
+      policy = std::make_unique<FairSharePolicy>(options.fair_share);
+    } else {
+      policy = std::make_unique<FcfsPolicy>();
+    }
+  }
   return std::unique_ptr<Engine>(new Engine(model, options, std::move(kv), std::move(policy)));
 }
 
@@ -58,6 +72,9 @@ Engine::Engine(Model& model, const EngineOptions& options, std::unique_ptr<Paged
     kv_events_ = std::make_unique<KvEventCollector>(options_.block_size);
     kv_events_->AddCleared();  // a (re)started replica's cache is empty
     kv_->prefix_cache().SetEventSink([c = kv_events_.get()](const kv::PrefixCacheEvent& e) { c->Add(e); });
+    // Blocks are stored only while a sequence commits: the collector learns
+    // their salt just before (its digest goes out in extra_keys).
+    scheduler_.SetBeforeCommit([c = kv_events_.get()](const Sequence& s) { c->SetSalt(s.request().cache_salt); });
   }
 }
 
@@ -81,6 +98,7 @@ Status Engine::Validate(const EngineRequest& r) const {
     return InvalidArgument("n must be in [1, " + std::to_string(options_.max_n) + "], got " + std::to_string(r.n));
   }
   if (r.n > options_.max_waiting) return InvalidArgument("n exceeds the engine's waiting queue");
+  if (!std::isfinite(r.weight) || r.weight <= 0) return InvalidArgument("the scheduling weight must be finite and positive");
   if (r.top_logprobs < 0 || r.top_logprobs > kMaxTopLogprobs) {
     return InvalidArgument("top_logprobs must be in [0, " + std::to_string(kMaxTopLogprobs) + "]");
   }

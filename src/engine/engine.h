@@ -23,6 +23,7 @@
 #include "base/status.h"
 #include "engine/engine_request.h"
 #include "engine/engine_stats.h"
+#include "engine/fair_share_policy.h"
 #include "engine/kv_event_collector.h"
 #include "engine/request_channel.h"
 #include "engine/scheduler.h"
@@ -37,12 +38,22 @@ namespace grammar {
 class TokenVocabIndex;
 }
 
+// The admission policy Engine::Create builds when given none
+// (docs/SCHEDULING.md).
+enum class SchedulingMode : uint8_t {
+  kFcfs,  // by arrival
+  kFair,  // strict priority bands, VTC fair share between tenants within each
+};
+const char* SchedulingModeName(SchedulingMode m);
+
 struct EngineOptions {
   int32_t n_ctx = 2048;            // positions one sequence may reach
   int32_t max_running = 16;        // sequences in the KV cache at once
   int32_t max_waiting = 256;       // queued sequences before Submit answers ResourceExhausted
   int32_t max_batch_tokens = 512;  // token budget of one step (chunked prefill)
   int32_t max_n = 16;              // largest EngineRequest::n accepted
+  SchedulingMode scheduling = SchedulingMode::kFcfs;
+  FairShareOptions fair_share;     // with kFair
   // KV pool budget; 0: enough for max_running sequences of n_ctx positions.
   int64_t kv_memory_bytes = 0;
   int32_t block_size = 16;
@@ -71,7 +82,8 @@ struct EngineOptions {
 
 class Engine {
  public:
-  // `model` must outlive the engine. policy: nullptr for FCFS.
+  // `model` must outlive the engine. policy: nullptr for the one
+  // options.scheduling names.
   static Result<std::unique_ptr<Engine>> Create(Model& model, const EngineOptions& options,
                                                 std::unique_ptr<SchedulerPolicy> policy = nullptr);
   ~Engine();  // Stop() with no drain time

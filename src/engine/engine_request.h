@@ -59,10 +59,13 @@ struct EngineRequest {
   bool prompt_logprobs = false;
   std::string cache_salt;          // isolates prefix-cache entries (per tenant)
   std::optional<std::chrono::steady_clock::time_point> deadline;  // finish with an error past it
-  // For scheduling policies (fair share, workload classes); FCFS only uses
-  // priority to pick a preemption victim.
-  int32_t priority = 0;            // higher is more important
-  std::string tenant;
+  // For scheduling policies (docs/SCHEDULING.md). The fair-share policy
+  // admits higher priorities first and shares each priority between tenants
+  // in proportion to their weights; FCFS only uses priority to pick a
+  // preemption victim. Set from the gateway's signed tenant headers.
+  int32_t priority = 0;            // higher is more important (provisioned > serverless)
+  std::string tenant;              // "" is the anonymous tenant
+  double weight = 1;               // fair-share weight, finite and > 0
   std::optional<GrammarConstraint> constraint;  // structured output (per sequence state)
 };
 

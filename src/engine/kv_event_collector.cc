@@ -4,6 +4,14 @@
 
 namespace pagoda {
 
+void KvEventCollector::SetSalt(std::string_view salt) {
+  if (salt.empty()) {
+    salt_digest_.reset();
+  } else {
+    salt_digest_ = kvevents::SaltDigest(salt);
+  }
+}
+
 void KvEventCollector::Add(const kv::PrefixCacheEvent& e) {
   std::vector<kvevents::KvEvent>& events = batch_.events;
   if (e.kind == kv::PrefixCacheEvent::Kind::kEvicted) {
@@ -15,17 +23,22 @@ void KvEventCollector::Add(const kv::PrefixCacheEvent& e) {
     std::get<kvevents::BlockRemoved>(events.back()).block_hashes.push_back(ExternalHash(e.hash));
     return;
   }
+  // A chain continues only under one salt (its hashes fold the salt in, so
+  // a parent match implies it; the check keeps extra_keys aligned anyway).
   const bool extends = !e.first && !events.empty() && std::holds_alternative<kvevents::BlockStored>(events.back()) &&
-                       e.parent == last_stored_;
+                       e.parent == last_stored_ &&
+                       std::get<kvevents::BlockStored>(events.back()).extra_keys.has_value() == salt_digest_.has_value();
   if (!extends) {
     kvevents::BlockStored s;
     if (!e.first) s.parent_block_hash = ExternalHash(e.parent);
     s.block_size = block_size_;
     s.medium = kvevents::kMediumCpu;
+    if (salt_digest_) s.extra_keys.emplace();
     events.emplace_back(std::move(s));
   }
   auto& s = std::get<kvevents::BlockStored>(events.back());
   s.block_hashes.push_back(ExternalHash(e.hash));
+  if (salt_digest_) s.extra_keys->emplace_back(std::vector<kvevents::ExtraKey>{kvevents::ExtraKey::Int(*salt_digest_)});
   s.token_ids.insert(s.token_ids.end(), e.tokens.begin(), e.tokens.end());
   last_stored_ = e.hash;
 }

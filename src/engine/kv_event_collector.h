@@ -4,11 +4,16 @@
 // in chain order, the tokens of all of them, the parent of the first);
 // consecutive evictions become one BlockRemoved. Block hashes go out as the
 // low 64 bits of the engine's XXH3-128 BlockHash (kv/block_hash.h); the
-// parent of a chain's first block is nil, as vLLM sends it.
+// parent of a chain's first block is nil, as vLLM sends it. Blocks stored
+// under a non-empty cache salt carry its digest (kvevents::SaltDigest, never
+// the salt) in extra_keys, one [digest] per block, so a router can chain its
+// index with the same salt.
 // Engine thread only: installed as the prefix cache's event sink.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "kv/prefix_cache.h"
 #include "kvevents/kv_event.h"
@@ -23,6 +28,9 @@ class KvEventCollector {
     return kvevents::ExternalBlockHash::FromInt(h.lo);
   }
 
+  // The cache salt of the blocks the next events store (the engine sets it
+  // before each sequence commits its blocks).
+  void SetSalt(std::string_view salt);
   void Add(const kv::PrefixCacheEvent& e);
   // The whole cache was emptied: what came before in this step is moot.
   void AddCleared();
@@ -34,6 +42,7 @@ class KvEventCollector {
   int32_t block_size_;
   kvevents::EventBatch batch_;
   kv::BlockHash last_stored_;  // the last hash of the trailing BlockStored, if that is the last event
+  std::optional<uint64_t> salt_digest_;  // of the current salt; nullopt when it is empty
 };
 
 }  // namespace pagoda

@@ -27,6 +27,7 @@ Scheduler::Scheduler(PagedKvCache& kv, std::unique_ptr<SchedulerPolicy> policy, 
 
 void Scheduler::AddWaiting(std::unique_ptr<Sequence> seq) {
   PAGODA_CHECK(seq->slot < 0);
+  policy_->OnWaiting(*seq);
   waiting_.push_back(std::move(seq));
 }
 
@@ -57,9 +58,18 @@ bool Scheduler::Schedule(StepPlan& plan, bool allow_admit) {
   for (const auto& s : running_) {
     if (budget > 0 && s->n_pending() == 1) AddChunk(plan, s.get(), 1, budget, blocks);
   }
-  // ...then prompts already being computed, in admission order...
+  // ...then prompts already being computed, in the policy's order (by
+  // admission unless it says otherwise)...
+  prefilling_.clear();
   for (const auto& s : running_) {
-    if (budget > 0 && s->n_pending() > 1) AddChunk(plan, s.get(), ChunkTokens(*s, budget), budget, blocks);
+    if (s->n_pending() > 1) prefilling_.push_back(s.get());
+  }
+  if (prefilling_.size() > 1) {
+    std::stable_sort(prefilling_.begin(), prefilling_.end(),
+                     [&](const Sequence* a, const Sequence* b) { return policy_->ComputeBefore(*a, *b); });
+  }
+  for (Sequence* s : prefilling_) {
+    if (budget > 0) AddChunk(plan, s, ChunkTokens(*s, budget), budget, blocks);
   }
   // ...then new sequences.
   if (allow_admit) Admit(plan, budget, blocks);
@@ -89,13 +99,19 @@ int32_t Scheduler::AdmissionBlocks(const Sequence& s, int32_t n) {
 }
 
 void Scheduler::Admit(StepPlan& plan, int32_t& budget, int32_t& blocks) {
+  if (waiting_.empty() || budget <= 0 || free_slots_.empty()) return;
   std::stable_sort(waiting_.begin(), waiting_.end(),
                    [&](const auto& a, const auto& b) { return policy_->AdmitBefore(*a, *b); });
-  size_t i = 0;
-  while (i < waiting_.size() && budget > 0 && !free_slots_.empty()) {
-    Sequence& s = *waiting_[i];
+  round_.clear();
+  for (const auto& s : waiting_) round_.push_back(s.get());
+  policy_->BeginAdmission(round_);
+  bool admitted = false;
+  while (budget > 0 && !free_slots_.empty()) {
+    const size_t i = policy_->NextCandidate();
+    if (i == SchedulerPolicy::kNone) break;
+    Sequence& s = *round_[i];
     if (Blocked(s)) {
-      ++i;
+      policy_->Passed(i);
       continue;
     }
     const int32_t need = AdmissionBlocks(s, budget);
@@ -108,11 +124,13 @@ void Scheduler::Admit(StepPlan& plan, int32_t& budget, int32_t& blocks) {
     const int32_t adopted = s.reports_prompt() ? 0 : kv_.AdoptPrefix(s.slot, s.tokens, s.request().cache_salt);
     s.n_computed = adopted;
     if (!s.admitted_once) s.n_cached = std::min(adopted, s.n_prompt);
-    running_.push_back(std::move(waiting_[i]));
-    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+    policy_->Admitted(i);
+    running_.push_back(std::move(waiting_[i]));  // leaves a null behind, erased below
+    admitted = true;
     Sequence* r = running_.back().get();
     AddChunk(plan, r, ChunkTokens(*r, budget), budget, blocks);
   }
+  if (admitted) std::erase(waiting_, nullptr);
 }
 
 void Scheduler::Commit(const StepPlan& plan) {
@@ -120,9 +138,11 @@ void Scheduler::Commit(const StepPlan& plan) {
     Sequence& s = *c.seq;
     s.n_computed += c.n;
     const int32_t shareable = options_.decode_weights ? std::min(s.n_computed, s.n_prompt) : s.n_computed;
+    if (before_commit_) before_commit_(s);
     kv_.CommitBlocks(s.slot, std::span<const int32_t>(s.tokens.data(), static_cast<size_t>(shareable)),
                      s.request().cache_salt);
     if (s.index == 0 && s.n_computed >= s.n_prompt) s.group->prefix_ready = true;
+    if (c.sample) policy_->OnSampled(s);
   }
 }
 
@@ -146,6 +166,8 @@ void Scheduler::Preempt(Sequence* seq) {
   auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == seq; });
   PAGODA_CHECK(it != running_.end()) << "preempting a sequence that is not running";
   ReleaseSlot(*seq);
+  policy_->OnLeave(*seq, false);
+  policy_->OnWaiting(*seq);
   waiting_.push_back(std::move(*it));
   running_.erase(it);
 }
@@ -156,6 +178,7 @@ std::unique_ptr<Sequence> Scheduler::Remove(Sequence* seq) {
     if (it == list->end()) continue;
     std::unique_ptr<Sequence> s = std::move(*it);
     list->erase(it);
+    policy_->OnLeave(*s, list == &waiting_);
     ReleaseSlot(*s);
     if (s->index == 0) s->group->prefix_ready = true;
     return s;

@@ -1,7 +1,8 @@
 // Scheduler: builds each engine step (continuous batching with chunked
 // prefill). Every step is one Batch under a token budget: first the next
 // token of every decoding sequence, then chunks of partially computed
-// prompts, then newly admitted sequences in policy order, which first adopt
+// prompts (SchedulerPolicy::ComputeBefore, else admission order), then newly
+// admitted sequences in policy order, which first adopt
 // their prompt's cached prefix blocks. A long prompt is spread over several
 // steps, so it never stalls the running streams.
 // When the model's Prepare reports the KV cache full, the engine asks for a
@@ -12,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -71,8 +73,12 @@ class Scheduler {
   // allow_admit = false keeps waiting sequences out (a retry after a preemption).
   bool Schedule(StepPlan& plan, bool allow_admit = true);
   // After a successful forward of `plan`: advances the sequences and
-  // registers their newly filled blocks in the prefix cache.
+  // registers their newly filled blocks in the prefix cache (before_commit,
+  // when set, is called with each sequence just before its blocks are).
   void Commit(const StepPlan& plan);
+  void SetBeforeCommit(std::function<void(const Sequence&)> f) { before_commit_ = std::move(f); }
+  SchedulerPolicy& policy() { return *policy_; }
+  const SchedulerPolicy& policy() const { return *policy_; }
   // The running sequence the policy gives up first; nullptr when none runs.
   Sequence* PickVictim() const;
   // Releases a running sequence's blocks and slot and puts it back among the waiting.
@@ -100,9 +106,12 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> running_;
   std::vector<std::unique_ptr<Sequence>> waiting_;
   std::vector<int32_t> free_slots_;  // KV sequence ids, a stack
+  std::function<void(const Sequence&)> before_commit_;
   // Scratch.
   std::vector<kv::BlockId> lookup_blocks_;
   std::vector<kv::BlockHash> lookup_hashes_;
+  std::vector<Sequence*> round_;  // the waiting list during Admit (policy's view)
+  std::vector<Sequence*> prefilling_;  // Schedule scratch
 };
 
 }  // namespace pagoda

@@ -1,10 +1,21 @@
 // SchedulerPolicy: the order in which waiting sequences are admitted and the
 // running sequence to preempt when the KV cache runs out. Fair share between
-// tenants, workload classes and weights plug in here; the scheduler itself
-// only enforces the token budget and the KV cache's limits.
+// tenants, workload classes and weights plug in here (fair_share_policy.h);
+// the scheduler itself only enforces the token budget and the KV cache's
+// limits. docs/SCHEDULING.md.
+//
+// An admission round: the scheduler sorts the waiting list by AdmitBefore,
+// calls BeginAdmission with it, then repeatedly takes NextCandidate and
+// answers Admitted (it now runs) or Passed (it cannot start yet: a sibling
+// waiting for its prompt's blocks), and stops at the first candidate that
+// does not fit (head of line: no starvation of long prompts). The default
+// round walks the sorted list in order; a stateful policy may interleave.
+// The On* hooks let a policy keep accounts; they cost nothing by default.
 // Engine thread only.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <span>
 
 #include "engine/sequence.h"
@@ -13,11 +24,42 @@ namespace pagoda {
 
 class SchedulerPolicy {
  public:
+  static constexpr size_t kNone = SIZE_MAX;
   virtual ~SchedulerPolicy() = default;
   // Strict weak order: true when `a` should be admitted before `b`.
   virtual bool AdmitBefore(const Sequence& a, const Sequence& b) const = 0;
   // Index into `running` (non-empty) of the sequence to preempt.
   virtual size_t PickVictim(std::span<const Sequence* const> running) const = 0;
+  // Strict weak order of the running prompts still being computed, for the
+  // step's token budget left after the decodes; equals keep their
+  // admission order (the default: all equal).
+  virtual bool ComputeBefore(const Sequence& /*a*/, const Sequence& /*b*/) const { return false; }
+
+  // Admission round over `waiting` (sorted by AdmitBefore; valid until the
+  // round ends). NextCandidate: an index into it, or kNone when no one is
+  // left to try.
+  virtual void BeginAdmission(std::span<Sequence* const> waiting) {
+    n_waiting_ = waiting.size();
+    cursor_ = 0;
+  }
+  virtual size_t NextCandidate() { return cursor_ < n_waiting_ ? cursor_ : kNone; }
+  // The candidate `index` was admitted: it has its slot, and n_computed /
+  // n_cached say what it adopted from the prefix cache.
+  virtual void Admitted(size_t /*index*/) { ++cursor_; }
+  // The candidate `index` stays waiting; try the next one.
+  virtual void Passed(size_t /*index*/) { ++cursor_; }
+
+  // `s` joined the waiting list: submitted, or preempted back into it.
+  virtual void OnWaiting(Sequence& /*s*/) {}
+  // `s` left the waiting list (`was_waiting`) or the running set: finished,
+  // cancelled, failed, or preempted (OnWaiting follows).
+  virtual void OnLeave(const Sequence& /*s*/, bool /*was_waiting*/) {}
+  // A committed step sampled one token for `s`.
+  virtual void OnSampled(const Sequence& /*s*/) {}
+
+ private:
+  size_t n_waiting_ = 0;
+  size_t cursor_ = 0;
 };
 
 // First come, first served: admission by arrival (a preempted sequence keeps

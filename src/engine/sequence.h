@@ -42,6 +42,9 @@ struct Sequence {
   int32_t n_cached = 0;     // prompt tokens adopted at first admission (usage)
   int32_t slot = -1;        // KV sequence id while running, else -1
   bool admitted_once = false;
+  // The scheduling policy's own index for this sequence (the fair-share
+  // policy's tenant slot); -1 until it sets one.
+  int32_t policy_slot = -1;
   // EngineRequest::prompt_logprobs: prompt positions reported so far (their
   // events are not sent again when a preempted sequence recomputes).
   int32_t n_prompt_reported = 0;

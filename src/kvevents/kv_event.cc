@@ -3,6 +3,8 @@
 #include <functional>
 #include <string_view>
 
+#include <xxhash.h>
+
 namespace pagoda::kvevents {
 
 ExternalBlockHash ExternalBlockHash::FromInt(uint64_t v) {
@@ -17,6 +19,8 @@ ExternalBlockHash ExternalBlockHash::FromBytes(std::string b) {
   h.bytes_ = std::move(b);
   return h;
 }
+
+uint64_t SaltDigest(std::string_view salt) { return XXH3_64bits(salt.data(), salt.size()); }
 
 size_t ExternalBlockHash::Hasher::operator()(const ExternalBlockHash& h) const {
   if (h.is_bytes()) return std::hash<std::string_view>{}(h.bytes()) ^ 0x9e3779b97f4a7c15ULL;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -36,6 +37,28 @@ class ExternalBlockHash {
   std::string bytes_;
 };
 
+// One element of a block's extra keys: what besides its tokens went into
+// its hash (vLLM: multimodal identifiers, the LoRA name, the raw cache_salt
+// string, prompt-embedding hashes). Pagoda sends one: the 64-bit digest of
+// the request's cache salt (SaltDigest), as an int.
+struct ExtraKey {
+  enum class Kind : uint8_t { kInt, kStr, kBytes };
+  Kind kind = Kind::kInt;
+  uint64_t int_value = 0;  // kInt (a negative int as its two's complement)
+  std::string text;        // kStr, kBytes
+  static ExtraKey Int(uint64_t v) { return ExtraKey{Kind::kInt, v, {}}; }
+  static ExtraKey Str(std::string s) { return ExtraKey{Kind::kStr, 0, std::move(s)}; }
+  static ExtraKey Bytes(std::string b) { return ExtraKey{Kind::kBytes, 0, std::move(b)}; }
+  bool operator==(const ExtraKey&) const = default;
+};
+// vLLM's per-block entry: None or a tuple.
+using BlockExtraKeys = std::optional<std::vector<ExtraKey>>;
+
+// XXH3-64 (seed 0) of a cache salt's bytes: how the salt of a block appears
+// in extra_keys (never the salt itself), and the seed a router chains that
+// salt's block hashes with.
+uint64_t SaltDigest(std::string_view salt);
+
 struct BlockStored {
   std::vector<ExternalBlockHash> block_hashes;         // one per full block, in chain order
   std::optional<ExternalBlockHash> parent_block_hash;  // the block before block_hashes[0]; nullopt at the start of a sequence
@@ -44,6 +67,10 @@ struct BlockStored {
   std::optional<int64_t> lora_id;
   std::optional<std::string> medium;  // "GPU" in vLLM; Pagoda sends "CPU"
   std::optional<std::string> lora_name;
+  // nullopt (omitted on the wire) or one entry per block of block_hashes.
+  // Pagoda: set on every block stored under a non-empty cache salt, each
+  // entry [SaltDigest(salt)].
+  std::optional<std::vector<BlockExtraKeys>> extra_keys;
   bool operator==(const BlockStored&) const = default;
 };
 

@@ -42,8 +42,19 @@ void PackOptStr(Packer& p, const std::optional<std::string>& s) {
   }
 }
 
+void PackExtraKey(Packer& p, const ExtraKey& k) {
+  switch (k.kind) {
+    case ExtraKey::Kind::kInt: p.pack_uint64(k.int_value); break;
+    case ExtraKey::Kind::kStr: PackStr(p, k.text); break;
+    case ExtraKey::Kind::kBytes:
+      p.pack_bin(static_cast<uint32_t>(k.text.size()));
+      p.pack_bin_body(k.text.data(), static_cast<uint32_t>(k.text.size()));
+      break;
+  }
+}
+
 void PackEvent(Packer& p, const BlockStored& e) {
-  p.pack_map(8);
+  p.pack_map(e.extra_keys ? 9 : 8);
   PackStr(p, "type");
   PackStr(p, "BlockStored");
   PackStr(p, "block_hashes");
@@ -69,6 +80,18 @@ void PackEvent(Packer& p, const BlockStored& e) {
   PackOptStr(p, e.medium);
   PackStr(p, "lora_name");
   PackOptStr(p, e.lora_name);
+  if (e.extra_keys) {  // omit_defaults: absent when None
+    PackStr(p, "extra_keys");
+    p.pack_array(static_cast<uint32_t>(e.extra_keys->size()));
+    for (const BlockExtraKeys& block : *e.extra_keys) {
+      if (!block) {
+        p.pack_nil();
+        continue;
+      }
+      p.pack_array(static_cast<uint32_t>(block->size()));
+      for (const ExtraKey& k : *block) PackExtraKey(p, k);
+    }
+  }
 }
 
 void PackEvent(Packer& p, const BlockRemoved& e) {
@@ -208,6 +231,41 @@ Result<std::vector<int32_t>> TokensOf(const msgpack::object* o) {
   return out;
 }
 
+// vLLM's extra_keys: nil, or per block nil or a tuple (array). Ints, strings
+// and bytes are kept; other elements (floats, nested tuples) are skipped:
+// Pagoda's own keys are ints.
+Result<std::optional<std::vector<BlockExtraKeys>>> ExtraKeysOf(const msgpack::object* o, size_t n_blocks) {
+  if (IsNil(o)) return std::optional<std::vector<BlockExtraKeys>>();
+  if (o->type != msgpack::type::ARRAY) return Bad("extra_keys is not an array");
+  if (o->via.array.size != n_blocks) {
+    return Bad("extra_keys has " + std::to_string(o->via.array.size) + " entries for " + std::to_string(n_blocks) +
+               " blocks");
+  }
+  std::vector<BlockExtraKeys> out;
+  out.reserve(n_blocks);
+  for (uint32_t i = 0; i < o->via.array.size; ++i) {
+    const msgpack::object& b = o->via.array.ptr[i];
+    if (b.type == msgpack::type::NIL) {
+      out.emplace_back();
+      continue;
+    }
+    if (b.type != msgpack::type::ARRAY) return Bad("an extra_keys entry is neither nil nor an array");
+    std::vector<ExtraKey> keys;
+    for (uint32_t j = 0; j < b.via.array.size; ++j) {
+      const msgpack::object& k = b.via.array.ptr[j];
+      switch (k.type) {
+        case msgpack::type::POSITIVE_INTEGER: keys.push_back(ExtraKey::Int(k.via.u64)); break;
+        case msgpack::type::NEGATIVE_INTEGER: keys.push_back(ExtraKey::Int(static_cast<uint64_t>(k.via.i64))); break;
+        case msgpack::type::STR: keys.push_back(ExtraKey::Str(std::string(StrOf(k)))); break;
+        case msgpack::type::BIN: keys.push_back(ExtraKey::Bytes(std::string(k.via.bin.ptr, k.via.bin.size))); break;
+        default: break;
+      }
+    }
+    out.emplace_back(std::move(keys));
+  }
+  return std::optional<std::vector<BlockExtraKeys>>(std::move(out));
+}
+
 Result<BlockStored> StoredOf(const Fields& f) {
   BlockStored e;
   PAGODA_ASSIGN_OR_RETURN(e.block_hashes, HashesOf(f.Get("block_hashes", 1)));
@@ -229,6 +287,7 @@ Result<BlockStored> StoredOf(const Fields& f) {
   }
   PAGODA_ASSIGN_OR_RETURN(e.medium, OptStrOf(f.Get("medium", 6), "medium"));
   PAGODA_ASSIGN_OR_RETURN(e.lora_name, OptStrOf(f.Get("lora_name", 7), "lora_name"));
+  PAGODA_ASSIGN_OR_RETURN(e.extra_keys, ExtraKeysOf(f.Get("extra_keys", 8), e.block_hashes.size()));
   return e;
 }
 

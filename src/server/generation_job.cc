@@ -52,6 +52,7 @@ void MergeDelta(api::ChatDelta* into, api::ChatDelta&& more) {
 std::optional<api::ApiError> GenerationJob::Start(ServeContext& ctx, std::vector<EngineRequest> requests,
                                                   JobSpec spec, std::unique_ptr<ResponseFormat> format,
                                                   std::shared_ptr<http::ResponseWriter> writer) {
+  for (auto& r : requests) spec.tenant.ApplyTo(r);
   auto job = std::make_shared<GenerationJob>(ctx, std::move(spec), std::move(format), std::move(writer));
   const auto arrival = std::chrono::steady_clock::now();
   for (auto& r : requests) {

@@ -26,6 +26,7 @@
 #include "http/response_writer.h"
 #include "server/serve_context.h"
 #include "server/stop_matcher.h"
+#include "server/tenant_resolver.h"
 
 namespace pagoda::server {
 
@@ -81,6 +82,8 @@ struct JobSpec {
   std::vector<std::pair<TokenId, std::string>> marker_tokens;
   // The request field of a grammar constraint, for a dead-end error.
   std::string constraint_param;
+  // Set in every engine request (tenant_resolver.h).
+  TenantFields tenant;
 };
 
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {

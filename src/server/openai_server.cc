@@ -18,6 +18,7 @@ struct OpenAiServer::State {
   // notifications post to the pump), then the pump.
   EventPump pump;
   grammar::GrammarCache grammar_cache;
+  tenancy::ReplayCache tenant_replay;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<http::Server> http;
   bool started = false;
@@ -27,6 +28,10 @@ struct OpenAiServer::State {
 Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const Tokenizer& tokenizer,
                                                            const std::string& chat_template_source,
                                                            EngineOptions engine, ServeOptions options) {
+  if (!options.tenant_secret.empty() && options.tenant_secret.size() < tenancy::kMinSecretBytes) {
+    return InvalidArgument("the tenant header secret must be at least " + std::to_string(tenancy::kMinSecretBytes) +
+                           " bytes");
+  }
   auto prompt = chat::MakePromptEncoder(tokenizer, chat_template_source);
   if (!prompt.ok()) return prompt.status();
   if (!engine.is_eog) engine.is_eog = [&tokenizer](TokenId id) { return tokenizer.IsEog(id); };
@@ -61,6 +66,8 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
   ctx.max_waiting = engine.max_waiting;
   ctx.request_timeout = options.request_timeout;
   ctx.pump = &st.pump;
+  ctx.tenant_secret = options.tenant_secret;
+  ctx.tenant_replay = &st.tenant_replay;
 
   http::Router router;
   AddChatRoutes(router, ctx);

@@ -37,6 +37,10 @@ struct ServeOptions {
   // certificate; a pair that does not load is refused and the old one stays).
   std::string tls_cert_file;
   std::string tls_key_file;
+  // The secret the gateway signs tenant headers with (docs/CONTROL_PLANE_SIGNING.md;
+  // `pagoda serve --tenant-secret-env`); "": tenant headers are ignored. At
+  // least tenancy::kMinSecretBytes. Never logged.
+  std::string tenant_secret;
 };
 
 class OpenAiServer {

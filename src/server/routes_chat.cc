@@ -12,6 +12,7 @@
 #include "server/generation_job.h"
 #include "server/request_prep.h"
 #include "server/routes.h"
+#include "server/tenant_resolver.h"
 
 namespace pagoda::server {
 namespace {
@@ -106,6 +107,7 @@ void HandleChat(ServeContext& ctx, const http::Request& request, std::shared_ptr
   spec.prefixes = {""};
   spec.text_offset_starts = {0};
   spec.constraint_param = chat::ConstraintParam(cr);
+  spec.tenant = ResolveTenant(ctx, request.headers);
   if (!tools.empty() || chat_format.has_reasoning()) {
     chat::ParserOptions po;
     po.format = chat_format;

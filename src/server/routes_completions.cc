@@ -12,6 +12,7 @@
 #include "server/generation_job.h"
 #include "server/request_prep.h"
 #include "server/routes.h"
+#include "server/tenant_resolver.h"
 
 namespace pagoda::server {
 namespace {
@@ -80,6 +81,7 @@ void HandleCompletion(ServeContext& ctx, const http::Request& request, std::shar
   spec.stop = o.stop;
   spec.n = o.n;
   spec.constraint_param = chat::ConstraintParam(cr);
+  spec.tenant = ResolveTenant(ctx, request.headers);
   for (size_t i = 0; i < req->prompts.size(); ++i) {
     const api::CompletionPrompt& p = req->prompts[i];
     std::vector<TokenId> ids;

@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "sampling/grammar/grammar_cache.h"
 #include "server/event_pump.h"
+#include "tenancy/signed_headers.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -41,6 +42,11 @@ struct ServeContext {
   // --request-timeout: each generation request's deadline from its arrival (0: none).
   std::chrono::milliseconds request_timeout{0};
   EventPump* pump = nullptr;
+  // --tenant-secret-env: the secret the gateway signs tenant headers with
+  // ("": tenant headers are ignored), and the replay cache they go through
+  // (tenant_resolver.h). Never logged.
+  std::string tenant_secret;
+  tenancy::ReplayCache* tenant_replay = nullptr;
   std::atomic<bool> ready{false};  // the engine loop runs (health)
 };
 

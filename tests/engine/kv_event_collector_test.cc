@@ -15,6 +15,7 @@
 
 #include "engine/engine.h"
 #include "kv/block_hash.h"
+#include "kvevents/kv_event_codec.h"
 #include "support/loaded_model.h"
 #include "support/test_paths.h"
 
@@ -153,6 +154,70 @@ TEST_F(KvEventCollectorTest, EventsTrackThePrefixCacheThroughEvictions) {
   ASSERT_FALSE(batches_[0].events.empty());
   EXPECT_TRUE(std::holds_alternative<kvevents::AllBlocksCleared>(batches_[0].events[0]));
   EXPECT_GT(removed_, 0) << "the pool never evicted: the test did not exercise removals";
+}
+
+TEST_F(KvEventCollectorTest, SaltedBlocksCarryTheSaltDigestInExtraKeys) {
+  EngineOptions o;
+  o.n_ctx = 128;
+  o.max_running = 2;
+  o.block_size = kBlock;
+  o.kv_type = KvType::kF32;
+  o.kv_event_sink = [this](kvevents::EventBatch&& b) { batches_.push_back(std::move(b)); };
+  auto engine = Engine::Create(*l_.model, o);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 50; ++i) prompt.push_back(3 + (i * 7) % 200);
+  // The same prompt unsalted, then under two salts: three chains.
+  for (const std::string salt : {"", "tenant-a", "tenant-b"}) {
+    EngineRequest req;
+    req.id = "r";
+    req.prompt = prompt;
+    req.max_tokens = 2;
+    req.sampling.temperature = 0;
+    req.cache_salt = salt;
+    ASSERT_TRUE((*engine)->Submit(req).ok());
+    while ((*engine)->Step()) {
+    }
+  }
+  std::map<std::string, std::vector<kvevents::BlockStored>> by_salt;
+  for (const auto& b : batches_) {
+    // Each batch goes through the wire format.
+    auto d = kvevents::DecodeBatch(kvevents::EncodeBatch(b));
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    ASSERT_EQ(*d, b);
+    for (const auto& ev : d->events) {
+      const auto* st = std::get_if<kvevents::BlockStored>(&ev);
+      if (st == nullptr) continue;
+      std::string salt;
+      if (st->extra_keys) {
+        ASSERT_EQ(st->extra_keys->size(), st->block_hashes.size());
+        const uint64_t a = kvevents::SaltDigest("tenant-a"), bb = kvevents::SaltDigest("tenant-b");
+        for (const auto& k : *st->extra_keys) {
+          ASSERT_TRUE(k.has_value());
+          ASSERT_EQ(k->size(), 1u);
+          ASSERT_EQ((*k)[0].kind, kvevents::ExtraKey::Kind::kInt);
+          salt = (*k)[0].int_value == a ? "tenant-a" : (*k)[0].int_value == bb ? "tenant-b" : "?";
+        }
+      }
+      by_salt[salt].push_back(*st);
+    }
+  }
+  ASSERT_EQ(by_salt.size(), 3u) << "expected an unsalted chain and one per salt, no unknown digest";
+  for (const std::string salt : {"", "tenant-a", "tenant-b"}) {
+    // The chain's hashes are the engine's, computed from that salt's root.
+    kv::BlockHasher hasher(kBlock);
+    kv::BlockHash parent = hasher.Root(salt);
+    std::vector<uint64_t> want;
+    for (size_t i = 0; i + kBlock <= prompt.size(); i += kBlock) {
+      parent = hasher.Next(parent, std::span<const int32_t>(prompt).subspan(i, kBlock));
+      want.push_back(parent.lo);
+    }
+    std::vector<uint64_t> got;
+    for (const auto& st : by_salt[salt]) {
+      for (const auto& h : st.block_hashes) got.push_back(h.int_value());
+    }
+    EXPECT_EQ(got, want) << "salt '" << salt << "'";
+  }
 }
 
 TEST_F(KvEventCollectorTest, RefusesEventsWithoutPrefixCaching) {

@@ -98,6 +98,9 @@ EventBatch SampleBatch() {
   st2.block_hashes = {ExternalBlockHash::FromBytes(std::string(32, '\x01')), ExternalBlockHash::FromInt(0)};
   st2.lora_id = -3;
   st2.lora_name = "adapter";
+  st2.extra_keys = std::vector<BlockExtraKeys>{
+      std::nullopt, std::vector<ExtraKey>{ExtraKey::Int(SaltDigest("tenant-a")), ExtraKey::Int(~uint64_t{0} - 1),
+                                          ExtraKey::Str("mm-0"), ExtraKey::Bytes(std::string(3, '\0'))}};
   b.events.push_back(st2);
   b.events.push_back(BlockRemoved{{ExternalBlockHash::FromInt(7)}, kMediumCpu});
   b.events.push_back(AllBlocksCleared{});
@@ -133,6 +136,81 @@ TEST(KvEventCodecTest, EncodesVllmMapLayout) {
                      Str("block_size") + Bytes({0x04}) + Str("lora_id") + Bytes({0xc0}) + Str("medium") + Str("GPU") +
                      Str("lora_name") + Bytes({0xc0});
   EXPECT_EQ(EncodeBatch(b), want);
+}
+
+TEST(KvEventCodecTest, EncodesExtraKeysAfterLoraName) {
+  // vLLM: extra_keys: list[tuple[Any, ...] | None] | None = None, declared
+  // after lora_name; omitted while None (omit_defaults), else one entry per block.
+  EventBatch b;
+  b.ts = 1700000000.5;
+  BlockStored st;
+  st.block_hashes = {ExternalBlockHash::FromInt(1), ExternalBlockHash::FromInt(2)};
+  st.token_ids = {1, 2};
+  st.block_size = 1;
+  st.medium = "CPU";
+  st.extra_keys = std::vector<BlockExtraKeys>{std::vector<ExtraKey>{ExtraKey::Int(0x0102030405060708ULL)},
+                                              std::nullopt};
+  b.events.push_back(st);
+  std::string want = Bytes({0x82}) + Str("ts") + kTs + Str("events") + Bytes({0x91, 0x89}) + Str("type") +
+                     Str("BlockStored") + Str("block_hashes") + Bytes({0x92, 0x01, 0x02}) + Str("parent_block_hash") +
+                     Bytes({0xc0}) + Str("token_ids") + Bytes({0x92, 1, 2}) + Str("block_size") + Bytes({0x01}) +
+                     Str("lora_id") + Bytes({0xc0}) + Str("medium") + Str("CPU") + Str("lora_name") + Bytes({0xc0}) +
+                     Str("extra_keys") + Bytes({0x92, 0x91, 0xcf, 1, 2, 3, 4, 5, 6, 7, 8, 0xc0});
+  EXPECT_EQ(EncodeBatch(b), want);
+  auto d = DecodeBatch(want);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(*d, b);
+}
+
+TEST(KvEventCodecTest, DecodesVllmExtraKeysInBothLayouts) {
+  // Map layout as a newer vLLM sends it: the raw cache_salt string on the
+  // first block, an (identifier, offset)-like nested tuple and a float
+  // (skipped), nil on the second; then group_idx (skipped).
+  std::string ev = Bytes({0x8a}) + Str("type") + Str("BlockStored");
+  ev += Str("block_hashes") + Bytes({0x92, 0x05, 0x06}) + Str("parent_block_hash") + Bytes({0xc0});
+  ev += Str("token_ids") + Bytes({0x92, 7, 8}) + Str("block_size") + Bytes({0x01}) + Str("lora_id") + Bytes({0xc0});
+  ev += Str("medium") + Str("GPU") + Str("lora_name") + Bytes({0xc0});
+  ev += Str("extra_keys") + Bytes({0x92, 0x94}) + Str("salt-1") + Bytes({0x92, 0x01, 0x02, 0xcb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0}) +
+        Bytes({0xff}) + Bytes({0xc0});
+  ev += Str("group_idx") + Bytes({0x00});
+  auto b = DecodeBatch(testing::MapBatch({ev}));
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  const BlockStored& st = StoredAt(*b, 0);
+  ASSERT_TRUE(st.extra_keys.has_value());
+  ASSERT_EQ(st.extra_keys->size(), 2u);
+  ASSERT_TRUE((*st.extra_keys)[0].has_value());
+  EXPECT_EQ(*(*st.extra_keys)[0],
+            (std::vector<ExtraKey>{ExtraKey::Str("salt-1"), ExtraKey::Int(static_cast<uint64_t>(int64_t{-1}))}));
+  EXPECT_FALSE((*st.extra_keys)[1].has_value());
+  // array_like: the ninth element.
+  const std::string arr = Bytes({0x92}) + kTs + Bytes({0x91, 0x99}) + Str("BlockStored") + Bytes({0x91, 0x05, 0xc0}) +
+                          Bytes({0x91, 0x07, 0x01, 0xc0}) + Str("GPU") + Bytes({0xc0}) + Bytes({0x91, 0x91, 0x2a});
+  auto a = DecodeBatch(arr);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(StoredAt(*a, 0).extra_keys.has_value());
+  EXPECT_EQ(*StoredAt(*a, 0).extra_keys, (std::vector<BlockExtraKeys>{std::vector<ExtraKey>{ExtraKey::Int(42)}}));
+  // The golden batches (no extra_keys) still decode without them.
+  auto g = DecodeBatch(GoldenMapBatch());
+  ASSERT_TRUE(g.ok());
+  EXPECT_FALSE(StoredAt(*g, 0).extra_keys.has_value());
+}
+
+TEST(KvEventCodecTest, RejectsExtraKeysThatAreNotOnePerBlock) {
+  auto with = [](const std::string& extra) {
+    return Bytes({0x92}) + kTs + Bytes({0x91, 0x99}) + Str("BlockStored") + Bytes({0x91, 0x05, 0xc0}) +
+           Bytes({0x91, 0x07, 0x01, 0xc0}) + Str("GPU") + Bytes({0xc0}) + extra;
+  };
+  EXPECT_FALSE(DecodeBatch(with(Bytes({0x92, 0xc0, 0xc0}))).ok());  // 2 entries, 1 block
+  EXPECT_FALSE(DecodeBatch(with(Bytes({0x90}))).ok());              // none
+  EXPECT_FALSE(DecodeBatch(with(Bytes({0x2a}))).ok());              // not an array
+  EXPECT_FALSE(DecodeBatch(with(Bytes({0x91, 0x2a}))).ok());        // an entry neither nil nor a tuple
+  EXPECT_TRUE(DecodeBatch(with(Bytes({0xc0}))).ok());               // None
+}
+
+TEST(KvEventCodecTest, SaltDigestIsXxh3Of64Bits) {
+  // XXH3_64bits("") and of "tenant-a", as the xxhsum CLI (-H3) prints them.
+  EXPECT_EQ(SaltDigest(""), 0x2d06800538d394c2ULL);
+  EXPECT_NE(SaltDigest("tenant-a"), SaltDigest("tenant-b"));
 }
 
 TEST(KvEventCodecTest, RejectsEveryTruncation) {
