@@ -44,4 +44,10 @@ std::vector<uint64_t> ChainedTextHashes(std::string_view text, int block_bytes, 
 
 uint64_t StableHash(std::string_view s) { return XXH3_64bits(s.data(), s.size()); }
 
+uint64_t ScopedRoot(uint64_t base, uint64_t scope_digest) {
+  if (scope_digest == 0) return base;
+  const uint64_t words[2] = {base, scope_digest};
+  return XXH3_64bits_withSeed(words, sizeof words, 0x73636f7065ULL);  // "scope"
+}
+
 }  // namespace pagoda::gateway

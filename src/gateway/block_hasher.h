@@ -5,7 +5,7 @@
 //
 // Block i's hash is XXH3-64 of the block's token ids (int32, little-endian,
 // block_size of them) seeded with block i-1's hash; block 0 is seeded with
-// `salt` (0 until tenants exist; the prefix tree uses a per-model salt).
+// `salt` (the index's or the model's salt, scoped per tenant by ScopedRoot).
 // A hash therefore names the whole prefix up to and including its block.
 // Only FULL blocks are hashed: an engine caches nothing else.
 #pragma once
@@ -31,5 +31,13 @@ std::vector<uint64_t> ChainedTextHashes(std::string_view text, int block_bytes, 
 
 // A stable 64-bit hash of a string (model names as salts, id tie-breaks).
 uint64_t StableHash(std::string_view s);
+
+// The root seed of a chain under a cache scope: `base` (the index's or the
+// model's salt) when `scope_digest` is 0 (no scope: the unsalted cache),
+// else a hash of both. `scope_digest` is what an engine reports in a
+// BlockStored's extra keys for a salted chain: XXH3-64 of its cache salt
+// (docs/KV_EVENTS.md), so a request chained under the same scope meets
+// exactly that tenant's blocks and never another's.
+uint64_t ScopedRoot(uint64_t base, uint64_t scope_digest);
 
 }  // namespace pagoda::gateway

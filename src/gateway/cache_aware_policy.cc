@@ -78,7 +78,7 @@ std::chrono::steady_clock::time_point CacheAwarePolicy::Now() const {
 CacheAwarePolicy::Prompt CacheAwarePolicy::Chain(const RouteInput& in) const {
   Prompt p;
   const int bs = std::max(1, in.block_size);
-  const uint64_t salt = index_ ? index_->salt() : 0;
+  const uint64_t salt = ScopedRoot(index_ ? index_->salt() : 0, in.cache_scope_digest);
   if (!in.tokens.empty()) {
     p.chain = ChainedBlockHashes(in.tokens, bs, salt);
     p.units = static_cast<int64_t>(in.tokens.size());

@@ -1,6 +1,6 @@
 #include "gateway/gateway_metrics.h"
 
-#include "gateway/prometheus_text.h"
+#include "base/prometheus_text.h"
 
 #include <algorithm>
 #include <sstream>

@@ -15,7 +15,7 @@
 #include <optional>
 #include <tuple>
 
-#include "gateway/histogram.h"
+#include "base/histogram.h"
 #include "gateway/kv_event_feed.h"
 #include "gateway/routing_table.h"
 #include "gateway/usage_reader.h"
@@ -67,7 +67,7 @@ class GatewayMetrics {
   std::map<std::pair<std::string, std::string>, uint64_t> upstream_errors_;                    // guarded by mu_
   std::map<int, uint64_t> route_errors_;                                                      // guarded by mu_
   std::map<std::pair<std::string, std::string>, CachedTokens> cached_;                         // guarded by mu_
-  Histogram added_latency_{Histogram::LatencyBounds()};
+  BucketHistogram added_latency_{BucketHistogram::LatencyBounds()};
   const KvEventFeed* feed_ = nullptr;
   uint64_t reloads_ok_ = 0, reloads_failed_ = 0;                                              // guarded by mu_
 };

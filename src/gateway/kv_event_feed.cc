@@ -7,7 +7,7 @@
 #include <variant>
 
 #include "base/log.h"
-#include "gateway/prometheus_text.h"
+#include "base/prometheus_text.h"
 
 namespace pagoda::gateway {
 
@@ -53,7 +53,7 @@ struct KvEventFeed::Source {
   std::atomic<int64_t> last_seq{-1};
 };
 
-KvEventFeed::KvEventFeed() : lag_(Histogram::LatencyBounds()), apply_(Histogram::LatencyBounds()) {}
+KvEventFeed::KvEventFeed() : lag_(BucketHistogram::LatencyBounds()), apply_(BucketHistogram::LatencyBounds()) {}
 
 KvEventFeed::~KvEventFeed() { Stop(); }
 

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gateway/histogram.h"
+#include "base/histogram.h"
 #include "gateway/kv_index.h"
 #include "gateway/routing_table.h"
 #include "kvevents/kv_event.h"
@@ -60,9 +60,9 @@ class KvEventFeed {
   // Gateway receive time (wall clock) minus the batch's ts: how far the index
   // trails the engine. Replayed batches are old by construction and show as
   // long lags.
-  Histogram::Snapshot lag() const { return lag_.snapshot(); }
+  BucketHistogram::Snapshot lag() const { return lag_.snapshot(); }
   // Time to apply one batch to the index.
-  Histogram::Snapshot apply_time() const { return apply_.snapshot(); }
+  BucketHistogram::Snapshot apply_time() const { return apply_.snapshot(); }
 
  private:
   struct Source;
@@ -70,8 +70,8 @@ class KvEventFeed {
 
   mutable std::mutex mu_;                        // guards sources_ (not the subscribers' callbacks)
   std::vector<std::unique_ptr<Source>> sources_;
-  Histogram lag_;
-  Histogram apply_;
+  BucketHistogram lag_;
+  BucketHistogram apply_;
 };
 
 // The feed's and the indexes' figures in the text exposition format

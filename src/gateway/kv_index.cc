@@ -57,7 +57,7 @@ KvIndex::~KvIndex() = default;
 
 void KvIndex::OnStored(std::string_view replica, std::optional<std::string_view> parent_engine_hash,
                        std::span<const std::string> engine_hashes, std::span<const int32_t> token_ids,
-                       int block_size) {
+                       int block_size, uint64_t scope_digest) {
   std::unique_lock lock(state_->mu);
   Replica& r = state_->Get(replica);
   if (block_size <= 0 || token_ids.size() != engine_hashes.size() * static_cast<size_t>(block_size)) {
@@ -65,7 +65,7 @@ void KvIndex::OnStored(std::string_view replica, std::optional<std::string_view>
     return;
   }
   r.stats.block_size = block_size;
-  uint64_t parent = state_->options.salt;
+  uint64_t parent = ScopedRoot(state_->options.salt, scope_digest);
   if (parent_engine_hash) {
     auto p = r.by_engine.find(std::string(*parent_engine_hash));
     if (p == r.by_engine.end()) {

@@ -61,8 +61,11 @@ class KvIndex {
   // `parent_engine_hash` (none: a root block). A parent the index does not
   // know means the chain cannot be placed: the event is counted as an
   // orphan and skipped (guessing would put the blocks under a wrong prefix).
+  // `scope_digest`: the cache scope the event's extra keys name (0: none);
+  // a root block's chain starts at ScopedRoot(salt, scope_digest).
   void OnStored(std::string_view replica, std::optional<std::string_view> parent_engine_hash,
-                std::span<const std::string> engine_hashes, std::span<const int32_t> token_ids, int block_size);
+                std::span<const std::string> engine_hashes, std::span<const int32_t> token_ids, int block_size,
+                uint64_t scope_digest = 0);
   void OnRemoved(std::string_view replica, std::span<const std::string> engine_hashes);
   void OnCleared(std::string_view replica);  // AllBlocksCleared: the replica holds nothing
   void RemoveReplica(std::string_view replica);  // forgets it and its stats

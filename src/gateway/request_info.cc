@@ -42,6 +42,10 @@ api::ApiResult<RequestInfo> ParseRequestInfo(std::string_view body, bool model_r
     }
   }
   if (const auto u = j.find("user"); u != j.end() && u->is_string()) info.user = u->get<std::string>();
+  if (const auto so = j.find("stream_options"); so != j.end() && so->is_object()) {
+    const auto iu = so->find("include_usage");
+    info.include_usage = iu != so->end() && iu->is_boolean() && iu->get<bool>();
+  }
   if (const auto msgs = j.find("messages"); msgs != j.end() && msgs->is_array()) {
     for (const auto& msg : *msgs) {
       if (!msg.is_object()) continue;
@@ -63,12 +67,33 @@ api::ApiResult<RequestInfo> ParseRequestInfo(std::string_view body, bool model_r
 }
 
 std::string RewriteModel(std::string_view body, std::string_view model) {
+  return RewriteUpstreamBody(body, model, /*force_usage=*/false);
+}
+
+std::string RewriteUpstreamBody(std::string_view body, std::string_view model, bool force_usage) {
   nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return std::string(body);
-  const auto m = j.find("model");
-  if (m != j.end() && m->is_string() && m->get_ref<const std::string&>() == model) return std::string(body);
-  j["model"] = std::string(model);
-  return j.dump();
+  bool changed = false;
+  if (!model.empty()) {
+    const auto m = j.find("model");
+    if (m == j.end() || !m->is_string() || m->get_ref<const std::string&>() != model) {
+      j["model"] = std::string(model);
+      changed = true;
+    }
+  }
+  if (force_usage) {
+    const auto s = j.find("stream");
+    nlohmann::json& so = j["stream_options"];
+    const bool streams = s != j.end() && s->is_boolean() && s->get<bool>();
+    if (streams && (!so.is_object() || !so.value("include_usage", false))) {
+      if (!so.is_object()) so = nlohmann::json::object();
+      so["include_usage"] = true;
+      changed = true;
+    } else if (so.is_null()) {
+      j.erase("stream_options");
+    }
+  }
+  return changed ? j.dump() : std::string(body);
 }
 
 }  // namespace pagoda::gateway

@@ -19,6 +19,7 @@ struct RequestInfo {
   std::string user;          // the `user` field; "" when absent
   std::string prompt_text;   // messages' text contents joined, or the prompt
   int64_t prompt_tokens = 0; // estimate: prompt bytes / 4, rounded up
+  bool include_usage = false; // stream_options.include_usage
 };
 
 // Errors (400): not JSON, not an object, no string `model` (when required).
@@ -26,5 +27,10 @@ api::ApiResult<RequestInfo> ParseRequestInfo(std::string_view body, bool model_r
 
 // The body with "model" set to `model` (the body is valid JSON: parsed before).
 std::string RewriteModel(std::string_view body, std::string_view model);
+
+// The body sent upstream: "model" set to `model` when non-empty and, with
+// `force_usage`, stream_options.include_usage set so that a stream ends with
+// the usage the gateway meters (the client gets that chunk only if it asked).
+std::string RewriteUpstreamBody(std::string_view body, std::string_view model, bool force_usage);
 
 }  // namespace pagoda::gateway

@@ -67,6 +67,7 @@ RouteDecision Pick(const ModelRoute& model, const Deployment& dep, const std::ve
   in.prompt_text = request.prompt_text;
   in.session_key = request.session_key;
   in.block_size = model.config.block_size;
+  in.cache_scope_digest = request.cache_scope_digest;
   const RouteChoice choice = model.policy->Pick(in, views);
   const size_t chosen = choice.index < views.size() ? choice.index : 0;
   model.policy->OnDispatched(in, views[chosen]);

@@ -38,6 +38,7 @@ struct RouteRequest {
   int64_t max_tokens = 0;
   std::set<std::string> exclude;  // replica ids already tried (retries)
   std::string avoid_deployment;   // "model@version" that just failed this request (unpinned retries go elsewhere first)
+  uint64_t cache_scope_digest = 0;  // RouteInput::cache_scope_digest
 };
 
 struct RouteDecision {

@@ -31,6 +31,9 @@ struct RouteInput {
   std::string_view prompt_text;      // the request's prompt text (approximate matching when untokenized)
   std::string_view session_key;      // sticky key (header or `user` field); "" when none
   int block_size = 16;               // the replicas' KV block size in tokens
+  // XXH3-64 of the cache salt the replica will use for this request (the
+  // tenant's cache scope); 0: unsalted. Chains start at ScopedRoot.
+  uint64_t cache_scope_digest = 0;
 };
 
 struct RouteChoice {

@@ -18,6 +18,10 @@ std::optional<ReportedUsage> ReadUsage(std::string_view json) {
   if (p == u->end() || !p->is_number_integer()) return std::nullopt;
   ReportedUsage r;
   r.prompt_tokens = p->get<int64_t>();
+  const auto c = u->find("completion_tokens");
+  if (c != u->end() && c->is_number_integer()) r.completion_tokens = c->get<int64_t>();
+  const auto ch = j.find("choices");
+  r.usage_only = ch != j.end() && ch->is_array() && ch->empty();
   const auto d = u->find("prompt_tokens_details");
   if (d != u->end() && d->is_object()) {
     const auto c = d->find("cached_tokens");

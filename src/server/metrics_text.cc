@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/prometheus_text.h"
+
 namespace pagoda::server {
 namespace {
 
@@ -14,21 +16,9 @@ std::string Number(double v) {
   return buf;
 }
 
-// Label values escape backslash, quote and newline.
-std::string LabelValue(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
-}
-
 class Writer {
  public:
-  explicit Writer(std::string_view model) : labels_("model_name=\"" + LabelValue(model) + "\"") {}
+  explicit Writer(std::string_view model) : labels_("model_name=\"" + PromLabel(std::string(model)) + "\"") {}
 
   void Gauge(const char* name, const char* help, double v) { Scalar(name, "gauge", help, v); }
   void Counter(const char* name, const char* help, double v) { Scalar(name, "counter", help, v); }

@@ -69,6 +69,23 @@ TEST(KvIndexTest, EventChainMatchesTheRequestsOwnChain) {
   EXPECT_EQ(s->block_size, kBs);
 }
 
+// Two tenants store the same tokens under their own cache scopes: a request
+// meets only its own scope's blocks, and the unscoped chain meets neither.
+TEST(KvIndexTest, ScopedChainsMeetOnlyTheirOwnScope) {
+  KvIndex index;
+  const auto t = Tokens(3 * kBs);
+  const uint64_t a = StableHash("tenant-a"), b = StableHash("tenant-b");
+  const auto e = Names("e", 0, 3);
+  const auto f = Names("f", 0, 3);
+  index.OnStored("r", std::nullopt, e, t, kBs, a);
+  index.OnStored("r", std::nullopt, std::span(f).first(2), Slice(t, 0, 2), kBs, b);
+  EXPECT_EQ(index.MatchedBlocks("r", ChainedBlockHashes(t, kBs, ScopedRoot(0, a))), 3u);
+  EXPECT_EQ(index.MatchedBlocks("r", ChainedBlockHashes(t, kBs, ScopedRoot(0, b))), 2u);
+  EXPECT_EQ(index.MatchedBlocks("r", ChainedBlockHashes(t, kBs)), 0u);
+  EXPECT_EQ(ScopedRoot(17, 0), 17u);  // no scope: the plain salt
+  EXPECT_NE(ScopedRoot(0, a), ScopedRoot(0, b));
+}
+
 TEST(KvIndexTest, UnknownParentIsCountedAndSkipped) {
   KvIndex index;
   const auto t = Tokens(4 * kBs);

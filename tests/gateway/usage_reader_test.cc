@@ -10,7 +10,22 @@ TEST(UsageReaderTest, ReadsPromptAndCachedTokens) {
                               "prompt_tokens_details":{"cached_tokens":64}}})");
   ASSERT_TRUE(u.has_value());
   EXPECT_EQ(u->prompt_tokens, 70);
+  EXPECT_EQ(u->completion_tokens, 5);
   EXPECT_EQ(u->cached_tokens, 64);
+  EXPECT_FALSE(u->usage_only);  // a whole response: no "choices": []
+}
+
+// The chunk stream_options.include_usage adds has no choices; vLLM's
+// continuous usage stats put usage in chunks that do have them.
+TEST(UsageReaderTest, TellsTheUsageOnlyChunkFromChunksWithChoices) {
+  const auto last = ReadUsage(R"({"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4}})");
+  ASSERT_TRUE(last.has_value());
+  EXPECT_TRUE(last->usage_only);
+  EXPECT_EQ(last->completion_tokens, 4);
+  const auto cont = ReadUsage(R"({"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":9}})");
+  ASSERT_TRUE(cont.has_value());
+  EXPECT_FALSE(cont->usage_only);
+  EXPECT_EQ(cont->completion_tokens, 0);
 }
 
 TEST(UsageReaderTest, CachedTokensAreOptional) {

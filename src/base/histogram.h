@@ -1,14 +1,14 @@
-// Histogram: a fixed-bucket Prometheus histogram (cumulative buckets, sum,
-// count) for the gateway's latency-like figures. Thread safety: any thread.
+// BucketHistogram: a fixed-bucket Prometheus histogram (cumulative buckets, sum,
+// count) for latency-like figures (gateway, control plane). Thread safety: any thread.
 #pragma once
 
 #include <cstdint>
 #include <mutex>
 #include <vector>
 
-namespace pagoda::gateway {
+namespace pagoda {
 
-class Histogram {
+class BucketHistogram {
  public:
   struct Snapshot {
     std::vector<double> bounds;    // upper bounds, ascending
@@ -17,7 +17,7 @@ class Histogram {
     uint64_t count = 0;
   };
 
-  explicit Histogram(std::vector<double> bounds);
+  explicit BucketHistogram(std::vector<double> bounds);
   void Observe(double value);
   Snapshot snapshot() const;
 
@@ -29,4 +29,4 @@ class Histogram {
   Snapshot s_;  // guarded by mu_
 };
 
-}  // namespace pagoda::gateway
+}  // namespace pagoda

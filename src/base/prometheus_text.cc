@@ -1,8 +1,8 @@
-#include "gateway/prometheus_text.h"
+#include "base/prometheus_text.h"
 
 #include <cstdio>
 
-namespace pagoda::gateway {
+namespace pagoda {
 
 std::string PromLabel(const std::string& s) {
   std::string out;
@@ -23,7 +23,7 @@ std::string PromNumber(double v) {
   return buf;
 }
 
-void RenderHistogram(std::ostream& o, const std::string& name, const std::string& help, const Histogram::Snapshot& s) {
+void RenderHistogram(std::ostream& o, const std::string& name, const std::string& help, const BucketHistogram::Snapshot& s) {
   o << "# HELP " << name << " " << help << "\n# TYPE " << name << " histogram\n";
   uint64_t cum = 0;
   for (size_t b = 0; b < s.bounds.size(); ++b) {
@@ -36,4 +36,4 @@ void RenderHistogram(std::ostream& o, const std::string& name, const std::string
     << name << "_count " << s.count << "\n";
 }
 
-}  // namespace pagoda::gateway
+}  // namespace pagoda
