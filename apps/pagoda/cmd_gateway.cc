@@ -19,6 +19,9 @@ int CmdGateway(int argc, char** argv) {
   int drain_seconds = 30;
   app.add_option("-c,--config", options.config_path, "gateway config (TOML)")->required();
   app.add_option("--listen", options.listen_override, "HOST:PORT to listen on (overrides [gateway] listen)");
+  app.add_option("--tls-cert", options.tls_cert_override,
+                 "https: PEM certificate (overrides [gateway] tls_cert; needs --tls-key); reloads reread it");
+  app.add_option("--tls-key", options.tls_key_override, "https: its PEM private key (overrides [gateway] tls_key)");
   app.add_option("--drain-seconds", drain_seconds, "on SIGTERM, let requests in flight finish for this long")
       ->check(CLI::Range(0, 3600));
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;

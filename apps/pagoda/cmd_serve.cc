@@ -12,6 +12,7 @@
 #include "base/thread_pool.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "http/tls_files.h"
 #include "kvevents/publisher.h"
 #include "model_loading.h"
 #include "server/openai_server.h"
@@ -65,6 +66,10 @@ int CmdServe(int argc, char** argv) {
   app.add_option("--host", host, "address to listen on");
   app.add_option("--port", port, "port (0: ephemeral)")->check(CLI::Range(0, 65535));
   app.add_option("--api-key", api_key, "require 'Authorization: Bearer KEY' under /v1/");
+  http::TlsFiles tls;
+  app.add_option("--tls-cert", tls.cert_file,
+                 "serve https: PEM certificate (then its chain); needs --tls-key; SIGHUP reloads both");
+  app.add_option("--tls-key", tls.key_file, "serve https: the certificate's PEM private key (unencrypted)");
   app.add_option("--served-model-name", model_name, "model id in the API (default: the file's stem)");
   app.add_option("-t,--threads", threads, "compute threads (default: all cores)");
   app.add_option("--http-threads", http_threads, "HTTP I/O threads")->check(CLI::Range(1, 64));
@@ -103,6 +108,11 @@ int CmdServe(int argc, char** argv) {
   const auto model_options = ModelOptionsFromFlags(decode_weights);
   if (!model_options.ok()) return Fail(model_options.status());
   if (threads <= 0 || threads > 1024) return Fail("--threads must be between 1 and 1024");
+  if (tls.enabled()) {
+    if (tls.cert_file.empty() || tls.key_file.empty()) return Fail("--tls-cert and --tls-key go together");
+    // Before the model loads: a certificate problem should not wait for it.
+    if (Status s = http::CheckTlsFiles(tls); !s.ok()) return Fail(s);
+  }
   // CLI::Range lets NaN through (every comparison with it is false).
   if (std::isnan(request_timeout_s)) return Fail("--request-timeout must be a number of seconds, not nan");
   if (!kv_memory.empty()) {
@@ -149,6 +159,8 @@ int CmdServe(int argc, char** argv) {
   so.host = host;
   so.port = static_cast<uint16_t>(port);
   so.api_key = api_key;
+  so.tls_cert_file = tls.cert_file;
+  so.tls_key_file = tls.key_file;
   so.model_id = !model_name.empty() ? model_name : std::filesystem::path(loaded->file->path()).stem().string();
   so.io_threads = http_threads;
   so.drain_timeout = std::chrono::seconds(drain_seconds);
@@ -175,8 +187,9 @@ int CmdServe(int argc, char** argv) {
                 " tokens: raise --kv-cache-memory or lower --ctx-size");
   }
   if (Status s = (*srv)->Start(); !s.ok()) return Fail(s);
-  std::fprintf(stderr, "pagoda: serving %s (%s, ctx %d) on http://%s:%u; KV cache %lld tokens (%s); %d threads%s\n",
-               so.model_id.c_str(), model.config().arch.c_str(), n_ctx, host.c_str(), (*srv)->port(),
+  std::fprintf(stderr, "pagoda: serving %s (%s, ctx %d) on %s://%s:%u; KV cache %lld tokens (%s); %d threads%s\n",
+               so.model_id.c_str(), model.config().arch.c_str(), n_ctx, tls.enabled() ? "https" : "http",
+               host.c_str(), (*srv)->port(),
                static_cast<long long>((*srv)->kv_capacity_tokens()), kernels::KvTypeName(eo.kv_type), threads,
                api_key.empty() ? "" : "; API key required");
   std::fflush(stderr);

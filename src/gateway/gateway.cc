@@ -46,6 +46,9 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options) {
   auto config = LoadGatewayConfig(options.config_path);
   if (!config.ok()) return config.status();
   if (!options.listen_override.empty()) PAGODA_RETURN_IF_ERROR(ApplyListenOverride(options.listen_override, &*config));
+  if (options.tls_cert_override.empty() != options.tls_key_override.empty()) {
+    return InvalidArgument("--tls-cert and --tls-key go together");
+  }
   auto table = RoutingTable::Build(*config, nullptr, options.env);
   if (!table.ok()) return table.status();
   std::unique_ptr<Gateway> g(new Gateway(std::move(options)));
@@ -72,6 +75,7 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options) {
   so.address = config->listen_address;
   so.port = config->listen_port;
   so.io_threads = config->io_threads;
+  so.tls = g->ListenerTls(*config);
   // Streams may sit quiet while a replica prefills; the per-request deadline bounds them.
   so.write_timeout = std::chrono::milliseconds(std::max<int64_t>(60'000, config->idle_timeout_ms));
   g->server_ = std::make_unique<http::Server>(so, g->BuildRouter());
@@ -126,12 +130,18 @@ Status Gateway::Start() {
   feed_->Sync(*table());
   rollouts_->StartTicking(kRolloutTick);
   const auto t = table();
-  PAGODA_LOG(Info) << "gateway: listening on " << t->config().listen_address << ":" << server_->port() << " ("
+  PAGODA_LOG(Info) << "gateway: listening on " << (server_->tls() ? "https://" : "http://")
+                   << t->config().listen_address << ":" << server_->port() << " ("
                    << t->config().models.size() << " model(s), " << t->AllReplicas().size() << " backend(s))";
   return Status::Ok();
 }
 
 uint16_t Gateway::port() const { return server_->port(); }
+
+http::TlsFiles Gateway::ListenerTls(const GatewayConfig& config) const {
+  if (!options_.tls_cert_override.empty()) return {options_.tls_cert_override, options_.tls_key_override};
+  return {config.tls_cert, config.tls_key};
+}
 
 void Gateway::Shutdown(std::chrono::milliseconds deadline) {
   server_->Shutdown(deadline);
@@ -203,6 +213,14 @@ Status Gateway::Reload() {
   config->upstream_threads = was.upstream_threads;
   auto table = RoutingTable::Build(*config, old.get(), options_.env);
   if (!table.ok()) return fail(table.status());
+  // The certificate, before anything is swapped: one that does not load
+  // refuses the whole reload.
+  const http::TlsFiles tls = ListenerTls(*config);
+  if (tls.enabled() != server_->tls()) {
+    PAGODA_LOG(Warning) << "gateway: turning TLS on or off on the listener changes only on restart";
+  } else if (tls.enabled()) {
+    if (Status st = server_->ReloadTls(tls); !st.ok()) return fail(st);
+  }
   // Rollouts carry over (or abort) onto the new table before it serves.
   rollouts_->Adopt(*table, std::chrono::steady_clock::now());
   {

@@ -1,9 +1,11 @@
 // Gateway: the `pagoda gateway` process as an object. Loads the config,
 // builds the routing table, serves the OpenAI endpoints (proxied), /v1/models,
-// /health, /metrics and the admin API on one http::Server, runs the active
-// health checker and the rollout controller, and reloads the config on SIGHUP or POST /admin/reload
-// (a config that does not parse is refused; the old one stays, and requests
-// in flight keep the table and replicas they were routed with).
+// /health, /metrics and the admin API on one http::Server (https with
+// [gateway] tls_cert / tls_key), runs the active health checker and the
+// rollout controller, and reloads the config (and the TLS certificate) on
+// SIGHUP or POST /admin/reload (a config or certificate that does not load is
+// refused; the old one stays, and requests in flight keep the table and
+// replicas they were routed with).
 // Thread safety: Start/Shutdown/RunUntilSignal from one controlling thread;
 // Reload and table() from any thread.
 #pragma once
@@ -28,13 +30,17 @@ namespace pagoda::gateway {
 struct GatewayOptions {
   std::string config_path;
   std::string listen_override;  // "HOST:PORT"; "" keeps the config's
+  // Both or neither: the listener's certificate and key instead of the
+  // config's tls_cert / tls_key (reloads reread these files).
+  std::string tls_cert_override;
+  std::string tls_key_override;
   EnvLookup env = ProcessEnv();
   bool health_checks = true;
 };
 
 class Gateway final : public AdminBackend {
  public:
-  // Errors: the config does not load (with its line), the listen override is bad.
+  // Errors: the config does not load (with its line), the listen or TLS override is bad.
   static Result<std::unique_ptr<Gateway>> Create(GatewayOptions options);
   ~Gateway() override;
 
@@ -61,6 +67,7 @@ class Gateway final : public AdminBackend {
   explicit Gateway(GatewayOptions options) : options_(std::move(options)) {}
   http::Router BuildRouter();
   void Install(std::shared_ptr<RoutingTable> table);
+  http::TlsFiles ListenerTls(const GatewayConfig& config) const;  // the overrides, else the config's
 
   GatewayOptions options_;
   GatewayMetrics metrics_;

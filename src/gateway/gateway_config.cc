@@ -172,6 +172,33 @@ bool ReadKvEndpoint(TableReader& r, std::string_view key, std::string* out) {
   return true;
 }
 
+// tls_cert and tls_key: both or neither, each readable. Whether they hold a
+// certificate and its key is checked when the listener loads them.
+void ReadTlsFiles(TableReader& r, GatewayConfig* c) {
+  const bool cert = r.String("tls_cert", &c->tls_cert);
+  const bool key = r.String("tls_key", &c->tls_key);
+  if (r.failed() || (!cert && !key)) return;
+  for (const auto& [name, path] : {std::pair<const char*, std::string*>{"tls_cert", &c->tls_cert},
+                                   std::pair<const char*, std::string*>{"tls_key", &c->tls_key}}) {
+    const toml::node* n = r.Get(name);
+    if (n == nullptr) {
+      const char* other = std::string_view(name) == "tls_cert" ? "tls_key" : "tls_cert";
+      r.Fail(r.KeyLine(other), std::string("gateway.") + other + " needs gateway." + name + " (https takes both)");
+      return;
+    }
+    if (path->empty()) {
+      r.Fail(r.LineOf(*n), std::string("gateway.") + name + ": empty path");
+      return;
+    }
+    if (std::FILE* f = std::fopen(path->c_str(), "rb")) {
+      std::fclose(f);
+    } else {
+      r.Fail(r.LineOf(*n), std::string("gateway.") + name + " '" + *path + "': cannot be read");
+      return;
+    }
+  }
+}
+
 void ParseGatewayTable(TableReader& r, GatewayConfig* c) {
   std::string listen;
   if (r.String("listen", &listen)) {
@@ -195,6 +222,7 @@ void ParseGatewayTable(TableReader& r, GatewayConfig* c) {
   }
   r.Int("io_threads", &c->io_threads, 1, 64);
   r.Int("upstream_threads", &c->upstream_threads, 1, 64);
+  ReadTlsFiles(r, c);
   r.String("admin_key_env", &c->admin_key_env);
   r.String("zone", &c->zone);
   r.String("zone_header", &c->zone_header);

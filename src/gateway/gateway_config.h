@@ -79,6 +79,11 @@ struct GatewayConfig {
   uint16_t listen_port = 8080;
   int io_threads = 2;
   int upstream_threads = 2;
+  // https on the listener: PEM certificate (chain) and private key, both or
+  // neither ([gateway] tls_cert / tls_key). A reload reloads them; turning TLS
+  // on or off needs a restart.
+  std::string tls_cert;
+  std::string tls_key;
   std::string admin_key_env;  // environment variable holding the admin key; "" disables the admin API
   std::string zone;           // the gateway's own zone
   std::string zone_header = "x-pagoda-zone";

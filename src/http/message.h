@@ -34,6 +34,7 @@ struct Request {
   std::string body;
   std::string remote_address;  // "127.0.0.1:54321"
   uint64_t connection_id = 0;  // the same for requests on one keep-alive connection
+  bool secure = false;         // the connection is TLS (https)
 };
 
 struct Response {

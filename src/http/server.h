@@ -1,18 +1,22 @@
 // Server: HTTP/1.1 on Boost.Beast with C++20 coroutines on a small pool of
 // I/O threads (no thread per connection). Keep-alive, SSE streaming through
-// ResponseWriter, body/header/time limits, and graceful shutdown.
+// ResponseWriter, body/header/time limits, and graceful shutdown. With
+// ServerOptions::tls set it speaks https only (TLS 1.2+ over OpenSSL, HTTP/1.1
+// only), and ReloadTls() swaps the certificate for new connections.
 // Thread safety: Start/Shutdown/RunUntilSignal from one controlling thread
-// (never an I/O thread); stats() and port() from any thread.
+// (never an I/O thread); stats(), port(), tls() and ReloadTls() from any thread.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "base/status.h"
 #include "http/router.h"
+#include "http/tls_files.h"
 
 namespace pagoda::http {
 
@@ -28,6 +32,10 @@ struct ServerOptions {
   std::chrono::milliseconds request_timeout{30'000};
   std::chrono::milliseconds idle_timeout{60'000};
   std::chrono::milliseconds write_timeout{60'000};
+  // https: the certificate and key (both PEM); unset: plain HTTP. The TLS
+  // handshake counts as part of the first request (request_timeout), and
+  // plain HTTP sent to the TLS port gets a plain 400 and a close.
+  TlsFiles tls;
 };
 
 struct ServerStats {
@@ -35,7 +43,8 @@ struct ServerStats {
   uint64_t connections_open = 0;
   uint64_t requests = 0;           // requests read completely
   uint64_t exchanges_active = 0;   // requests whose response is not complete
-  uint64_t bad_requests = 0;       // malformed / over limit
+  uint64_t bad_requests = 0;       // malformed / over limit (plain HTTP to the TLS port among them)
+  uint64_t tls_handshake_failures = 0;  // failed or timed out (a client refusing the certificate, plain HTTP, ...)
   uint64_t queued_bytes = 0;       // response bytes handlers queued that are not yet written, all connections
 };
 
@@ -46,10 +55,20 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds, listens and starts the I/O threads. Error: the address or port
-  // cannot be bound.
+  // Loads the TLS certificate and key (when set), binds, listens and starts
+  // the I/O threads. Errors: the certificate or key does not load (naming
+  // the file), the address or port cannot be bound.
   Status Start();
   uint16_t port() const;
+  bool tls() const;  // ServerOptions::tls was set
+
+  // https only: loads the certificate and key again, from `files` or (without
+  // an argument) from the files loaded last, for the connections accepted
+  // from then on; open connections keep theirs. On error (a plain HTTP
+  // server, files that do not load) the current certificate stays. Logs the
+  // outcome either way.
+  Status ReloadTls();
+  Status ReloadTls(const TlsFiles& files);
 
   // Graceful shutdown: stop accepting; close idle keep-alive connections;
   // let responses in flight complete (their connections then close); at
@@ -58,14 +77,16 @@ class Server {
   void Shutdown(std::chrono::milliseconds deadline);
 
   // Blocks until SIGINT or SIGTERM (or Shutdown from another thread), then
-  // Shutdown(deadline).
-  void RunUntilSignal(std::chrono::milliseconds deadline);
+  // Shutdown(deadline). With `on_hangup`, SIGHUP is handled too: each one
+  // runs on_hangup on the calling thread (e.g. a ReloadTls); without it
+  // SIGHUP keeps whatever disposition it had.
+  void RunUntilSignal(std::chrono::milliseconds deadline, std::function<void()> on_hangup = nullptr);
 
   ServerStats stats() const;
 
+  class Impl;  // opaque (server_impl.h); public so that the sessions there can name it
+
  private:
-  friend class Session;  // server.cc
-  class Impl;
   std::shared_ptr<Impl> impl_;
 };
 

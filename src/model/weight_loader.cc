@@ -52,12 +52,7 @@ Result<std::vector<PhasedWeight>> WeightLoader::Stacked(const std::string& name,
   experts.reserve(n_expert);
   for (int64_t e = 0; e < n_expert; ++e) {
     slice.data = t.row(e * rows + row_begin);
-    PhasedWeight w = PhasedWeight::Shared(slice);
-    if (decode_ != nullptr) {
-      auto copy = decode_->Add(slice);
-      if (!copy.ok()) return copy.status().WithContext(file_.path() + ": tensor '" + name + "'");
-      w.by_phase[static_cast<int>(Phase::kDecode)] = *copy;
-    }
+    PAGODA_ASSIGN_OR_RETURN(PhasedWeight w, Unpacked(slice));
     experts.push_back(w);
   }
   return experts;
@@ -75,13 +70,18 @@ Result<PhasedWeight> WeightLoader::Linear(const std::string& name, int64_t n_in,
   return Phased(t);
 }
 
-Result<PhasedWeight> WeightLoader::Phased(const TensorView& t) const {
+Result<PhasedWeight> WeightLoader::Unpacked(const TensorView& t) const {
   PhasedWeight w = PhasedWeight::Shared(t);
   if (decode_ != nullptr) {
     auto copy = decode_->Add(t);
-    if (!copy.ok()) return copy.status().WithContext(file_.path());
+    if (!copy.ok()) return copy.status().WithContext(file_.path() + ": tensor '" + t.name + "'");
     w.by_phase[static_cast<int>(Phase::kDecode)] = *copy;
   }
+  return w;
+}
+
+Result<PhasedWeight> WeightLoader::Phased(const TensorView& t) const {
+  PAGODA_ASSIGN_OR_RETURN(PhasedWeight w, Unpacked(t));
   if (packed_ != nullptr) {
     for (TensorView& v : w.by_phase) {
       auto p = packed_->Add(v);

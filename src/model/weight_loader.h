@@ -56,6 +56,8 @@ class WeightLoader {
   static std::string LayerName(int layer, const char* suffix);
 
  private:
+  // PhasedWeight::Shared(t) plus its decode copy (with a decode store); never packed.
+  Result<PhasedWeight> Unpacked(const TensorView& t) const;
   Result<TensorView> Shaped(const std::string& name, int64_t ne0, int64_t ne1, int64_t ne2 = 1) const;
   const GgufFile& file_;
   DecodeWeightStore* decode_ = nullptr;  // not owned; may be null

@@ -75,6 +75,7 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
   http_options.address = options.host;
   http_options.port = options.port;
   http_options.io_threads = options.io_threads;
+  http_options.tls = {options.tls_cert_file, options.tls_key_file};
   st.http = std::make_unique<http::Server>(http_options, std::move(router));
   return server;
 }
@@ -99,7 +100,13 @@ Status OpenAiServer::Start() {
 uint16_t OpenAiServer::port() const { return state_->http->port(); }
 
 void OpenAiServer::RunUntilSignal() {
-  state_->http->RunUntilSignal(state_->drain_timeout);
+  http::Server& http = *state_->http;
+  std::function<void()> on_hangup;
+  if (http.tls()) {
+    // ReloadTls logs the outcome; a refused pair leaves the old one serving.
+    on_hangup = [&http] { (void)http.ReloadTls(); };
+  }
+  http.RunUntilSignal(state_->drain_timeout, std::move(on_hangup));
   Shutdown(std::chrono::milliseconds(0));
 }
 

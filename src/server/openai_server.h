@@ -32,6 +32,11 @@ struct ServeOptions {
   // a stream that has begun.
   std::chrono::milliseconds request_timeout{0};
   api::RequestLimits limits;
+  // https: PEM certificate (chain) and unencrypted private key; both empty:
+  // plain HTTP. SIGHUP reloads them (new connections get the new
+  // certificate; a pair that does not load is refused and the old one stays).
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class OpenAiServer {
@@ -52,7 +57,8 @@ class OpenAiServer {
   // Tokens the KV cache holds (all blocks), known from Create on.
   int64_t kv_capacity_tokens() const { return kv_capacity_tokens_; }
 
-  // Blocks until SIGINT/SIGTERM, then Shutdown(options.drain_timeout).
+  // Blocks until SIGINT/SIGTERM, then Shutdown(options.drain_timeout). With
+  // TLS, each SIGHUP meanwhile reloads the certificate and key.
   void RunUntilSignal();
   // Stops admitting, lets responses in flight finish until `deadline`,
   // cancels the rest, stops the engine. Idempotent.

@@ -246,6 +246,40 @@ TEST_F(CliTest, BadFlagsAreRejected) {
   EXPECT_EQ(RunPagoda({"make-model", "-o", Path("x.gguf"), "--type", "q9_9"}).exit_code, 1);
 }
 
+TEST_F(CliTest, ServeAndGatewayTlsFlagsFailNamingTheFile) {
+  // Checked before the model loads (the built-in demo model here) and before
+  // anything listens: a clear error, exit 1.
+  const std::string cert = Path("cert.pem");
+  std::ofstream(cert) << "not a certificate\n";
+  auto r = RunPagoda({"serve", "--port", "0", "--tls-cert", cert});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--tls-cert and --tls-key go together"), std::string::npos) << r.err;
+  r = RunPagoda({"serve", "--port", "0", "--tls-cert", cert, "--tls-key", Path("missing.key")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(Path("missing.key")), std::string::npos) << r.err;
+  std::ofstream(Path("key.pem")) << "not a key\n";
+  r = RunPagoda({"serve", "--port", "0", "--tls-cert", cert, "--tls-key", Path("key.pem")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("TLS certificate file '" + cert + "'"), std::string::npos) << r.err;
+
+  const std::string config = Path("gw.toml");
+  std::ofstream(config) << "[gateway]\ntls_cert = \"" << cert << "\"\n[[models]]\nname = \"m\"\n"
+                        << "[[models.deployments]]\nversion = \"v1\"\n[[models.deployments.replicas]]\n"
+                        << "url = \"http://127.0.0.1:1\"\n";
+  r = RunPagoda({"gateway", "--config", config, "--listen", "127.0.0.1:0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(config + ":2: gateway.tls_cert needs gateway.tls_key"), std::string::npos) << r.err;
+  r = RunPagoda({"gateway", "--config", config, "--listen", "127.0.0.1:0", "--tls-cert", cert, "--tls-key",
+                 Path("key.pem")});
+  EXPECT_EQ(r.exit_code, 1);  // the flags override the file's (lonely) tls_cert only after it parses
+  std::ofstream(config) << "[[models]]\nname = \"m\"\n[[models.deployments]]\nversion = \"v1\"\n"
+                        << "[[models.deployments.replicas]]\nurl = \"http://127.0.0.1:1\"\n";
+  r = RunPagoda({"gateway", "--config", config, "--listen", "127.0.0.1:0", "--tls-cert", cert, "--tls-key",
+                 Path("key.pem")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("TLS certificate file '" + cert + "'"), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, MakeModelThenGenerateAndBench) {
   std::string m = Path("made.gguf");
   RunResult mk = RunPagoda({"make-model", "-o", m, "--arch", "qwen2", "--type", "q4_0", "--n-embd", "128", "--n-layer", "2",

@@ -226,5 +226,39 @@ TEST(GatewayConfigTest, HttpsReplicasAndUpstreamsTakeACaFile) {
   std::filesystem::remove(ca);
 }
 
+TEST(GatewayConfigTest, TlsCertAndKeyGoTogetherAndMustBeReadable) {
+  const std::string cert = (std::filesystem::temp_directory_path() / "pagoda_cfg_test_cert.pem").string();
+  const std::string key = (std::filesystem::temp_directory_path() / "pagoda_cfg_test_key.pem").string();
+  std::ofstream(cert) << "not checked here: loaded by the listener\n";
+  std::ofstream(key) << "likewise\n";
+  const std::string models =
+      "[[models]]\nname = \"m\"\n[[models.deployments]]\nversion = \"v1\"\n[[models.deployments.replicas]]\n"
+      "url = \"http://localhost:1\"\n";
+  auto ok = ParseGatewayConfig("[gateway]\nlisten = \"0.0.0.0:8443\"\ntls_cert = \"" + cert + "\"\ntls_key = \"" + key +
+                               "\"\n" + models);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->tls_cert, cert);
+  EXPECT_EQ(ok->tls_key, key);
+  auto plain = ParseGatewayConfig(models);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->tls_cert, "");
+
+  auto lonely = ParseGatewayConfig("[gateway]\nio_threads = 2\ntls_cert = \"" + cert + "\"\n" + models, "gw.toml");
+  ASSERT_FALSE(lonely.ok());
+  EXPECT_EQ(lonely.status().message().rfind("gw.toml:3: gateway.tls_cert needs gateway.tls_key", 0), 0u)
+      << lonely.status().message();
+  auto missing = ParseGatewayConfig("[gateway]\ntls_cert = \"" + cert + "\"\ntls_key = \"/nonexistent/k.pem\"\n" +
+                                    models, "gw.toml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message().rfind("gw.toml:3: gateway.tls_key '/nonexistent/k.pem': cannot be read", 0), 0u)
+      << missing.status().message();
+  auto typed = ParseGatewayConfig("[gateway]\ntls_cert = 1\ntls_key = \"" + key + "\"\n" + models, "gw.toml");
+  ASSERT_FALSE(typed.ok());
+  EXPECT_EQ(typed.status().message().rfind("gw.toml:2: gateway.tls_cert: expected a string", 0), 0u)
+      << typed.status().message();
+  std::filesystem::remove(cert);
+  std::filesystem::remove(key);
+}
+
 }  // namespace
 }  // namespace pagoda::gateway

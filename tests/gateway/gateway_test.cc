@@ -21,6 +21,8 @@
 
 #include "http/client.h"
 #include "http/server.h"
+#include "http/test_pki.h"
+#include "http/tls_client.h"
 
 namespace pagoda::gateway {
 namespace {
@@ -31,7 +33,7 @@ using namespace std::chrono_literals;
 // `tag` goes into every answer so tests see which replica answered.
 class GoodUpstream {
  public:
-  explicit GoodUpstream(std::string tag, int status = 200) : tag_(std::move(tag)) {
+  explicit GoodUpstream(std::string tag, int status = 200, http::TlsFiles tls = {}) : tag_(std::move(tag)) {
     http::Router r;
     r.Add("GET", "/health", http::SyncHandler([](const http::Request&) { return http::Response::Json(200, "{}"); }));
     r.Add("POST", "/v1/chat/completions",
@@ -68,11 +70,15 @@ class GoodUpstream {
               w->EndSse();
             }).detach();
           }));
-    server_ = std::make_unique<http::Server>(http::ServerOptions{}, std::move(r));
+    http::ServerOptions so;
+    so.tls = std::move(tls);
+    server_ = std::make_unique<http::Server>(so, std::move(r));
     EXPECT_TRUE(server_->Start().ok());
   }
   ~GoodUpstream() { server_->Shutdown(1s); }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+  std::string url() const {
+    return (server_->tls() ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(server_->port());
+  }
 
   std::atomic<int> calls{0};
   std::atomic<bool> cancelled{false};
@@ -420,6 +426,50 @@ TEST_F(GatewayTest, ReloadRefusesABadConfigAndKeepsTheOld) {
   EXPECT_EQ(client_->Send("POST", "/admin/reload", "", admin)->status, 200);
   EXPECT_EQ(Chat("m").status, 404);
   EXPECT_EQ(nlohmann::json::parse(Chat("m2").body)["tag"], "b");
+}
+
+TEST_F(GatewayTest, ServesHttpsToAnHttpsReplicaAndReloadsItsCertificate) {
+  http::testing::TestPki pki;
+  const http::TlsFiles listener = pki.Issue("gateway", 1001);
+  GoodUpstream replica("tls-replica", 200, pki.Issue("replica", 5005));
+  const std::string models = "[[models]]\nname = \"m\"\npolicy = \"least_loaded\"\n[[models.deployments]]\n"
+                             "version = \"v1\"\n[[models.deployments.replicas]]\nurl = \"" + replica.url() +
+                             "\"\nca_file = \"" + pki.ca_file() + "\"\n";
+  auto tls_table = [](const http::TlsFiles& f) {
+    return "tls_cert = \"" + f.cert_file + "\"\ntls_key = \"" + f.key_file + "\"\n";
+  };
+  StartGateway(models, tls_table(listener));
+  auto chat_over_tls = [&](long* serial) {
+    http::testing::TlsClient c(gw_->port(), pki.ca_file());
+    if (!c.ok()) return c.error();
+    const std::string body = R"({"model":"m","messages":[{"role":"user","content":"hi"}]})";
+    c.Send("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: "
+           "application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    *serial = c.peer_serial();
+    return c.ReadAll();
+  };
+  long serial = 0;
+  std::string r = chat_over_tls(&serial);
+  EXPECT_NE(r.find("200 OK"), std::string::npos) << r;
+  EXPECT_NE(r.find("tls-replica"), std::string::npos) << r;  // through https to the replica, verified by ca_file
+  EXPECT_EQ(serial, 1001);
+
+  // A certificate that does not load refuses the whole reload; the old one serves.
+  const std::string junk = pki.Write("junk.pem", "junk\n");
+  Write("[gateway]\nadmin_key_env = \"GW_TEST_ADMIN\"\n" + tls_table({junk, listener.key_file}) + models);
+  const Status refused = gw_->Reload();
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(gw_->last_reload_error().find(junk), std::string::npos) << gw_->last_reload_error();
+  r = chat_over_tls(&serial);
+  EXPECT_NE(r.find("200 OK"), std::string::npos) << r;
+  EXPECT_EQ(serial, 1001);
+
+  Write("[gateway]\nadmin_key_env = \"GW_TEST_ADMIN\"\n" + tls_table(pki.Issue("renewed", 2002)) + models);
+  ASSERT_TRUE(gw_->Reload().ok()) << gw_->last_reload_error();
+  r = chat_over_tls(&serial);
+  EXPECT_NE(r.find("200 OK"), std::string::npos) << r;
+  EXPECT_EQ(serial, 2002);
+  EXPECT_EQ(gw_->server_stats().tls_handshake_failures, 0u);
 }
 
 TEST_F(GatewayTest, ReloadDuringAStreamKeepsItRunning) {

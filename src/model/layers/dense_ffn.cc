@@ -21,13 +21,13 @@ Result<std::unique_ptr<DenseFfn>> DenseFfn::Load(const WeightLoader& w, int laye
 }
 
 int64_t DenseFfn::ScratchFloats(int64_t n_tokens) const {
-  return 2 * ((n_tokens * n_ff_ + 15) / 16 * 16);
+  return 2 * Round16(n_tokens * n_ff_);
 }
 
 void DenseFfn::Forward(const ForwardContext& ctx, const float* x, float* out) const {
   const int64_t n = ctx.n_tokens;
   float* gate = ctx.scratch;                            // [n, n_ff]
-  float* up = gate + (n * n_ff_ + 15) / 16 * 16;        // [n, n_ff]
+  float* up = gate + Round16(n * n_ff_);                // [n, n_ff]
   const PhasedTarget gate_up[] = {{&gate_, gate}, {&up_, up}};
   PhasedMatMulShared(gate_up, x, ctx.runs, *ctx.pool);
   kernels::SiluMul(gate, up, n * n_ff_, gate);

@@ -63,18 +63,16 @@ KvLayerSpec GqaAttention::kv_spec() const {
 }
 
 int64_t GqaAttention::ScratchFloats(int64_t n_tokens) const {
-  auto round16 = [](int64_t n) { return (n + 15) / 16 * 16; };
-  return round16(n_tokens * q_width()) + round16(n_tokens * k_width()) +
-         round16(n_tokens * v_width()) + round16(n_tokens * o_width());
+  return Round16(n_tokens * q_width()) + Round16(n_tokens * k_width()) +
+         Round16(n_tokens * v_width()) + Round16(n_tokens * o_width());
 }
 
 void GqaAttention::Forward(const ForwardContext& ctx, int layer, const float* x, float* out) const {
   const int64_t n = ctx.n_tokens;
-  auto round16 = [](int64_t v) { return (v + 15) / 16 * 16; };
   float* q = ctx.scratch;                       // [n, n_head * head_dim_k]
-  float* k = q + round16(n * q_width());        // [n, n_head_kv * head_dim_k]
-  float* v = k + round16(n * k_width());        // [n, n_head_kv * head_dim_v]
-  float* attn = v + round16(n * v_width());     // [n, n_head * head_dim_v]
+  float* k = q + Round16(n * q_width());        // [n, n_head_kv * head_dim_k]
+  float* v = k + Round16(n * k_width());        // [n, n_head_kv * head_dim_v]
+  float* attn = v + Round16(n * v_width());     // [n, n_head * head_dim_v]
 
   // Q, K and V share the input: one activation conversion, one pool run.
   const PhasedTarget qkv[] = {{&wq_, q}, {&wk_, k}, {&wv_, v}};

@@ -22,6 +22,9 @@ struct SeqRows {
   int32_t n_rows = 0;
 };
 
+// Layers carve ctx.scratch into regions of whole 16-float (64-byte) units.
+inline constexpr int64_t Round16(int64_t n) { return (n + 15) / 16 * 16; }
+
 // What a forward pass read, for benchmarks (accumulated by the layers).
 struct ForwardStats {
   int64_t expert_bytes = 0;  // MoE expert weight bytes read (each selected expert once per micro-batch)

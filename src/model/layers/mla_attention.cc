@@ -11,8 +11,6 @@
 namespace pagoda {
 namespace {
 
-int64_t Round16(int64_t n) { return (n + 15) / 16 * 16; }
-
 }  // namespace
 
 Result<std::unique_ptr<MlaAttention>> MlaAttention::Load(const WeightLoader& w, int layer,
@@ -101,15 +99,27 @@ Result<std::unique_ptr<MlaAttention>> MlaAttention::Load(const WeightLoader& w, 
   return a;
 }
 
+void MlaAttention::PerHeadMatMul(const ForwardContext& ctx, const std::vector<PhasedWeight>& w, const float* x,
+                                 int64_t n_in, float* y, int64_t n_out) const {
+  thread_local std::vector<kernels::MatMulGroupTarget> targets;
+  targets.clear();
+  const int64_t n = ctx.n_tokens;
+  for (int64_t h = 0; h < n_head_; ++h) {
+    for (const PhaseRun& r : ctx.runs) {
+      targets.push_back({&w[h][r.phase], x + (h * n + r.begin) * n_in, r.n, y + (h * n + r.begin) * n_out});
+    }
+  }
+  kernels::MatMulGrouped(targets, *ctx.pool);
+}
+
 KvLayerSpec MlaAttention::kv_spec() const {
   return KvLayerSpec{1, static_cast<int32_t>(latent_width()), 0};
 }
 
 int64_t MlaAttention::ScratchFloats(int64_t n) const {
   return Round16(n * q_width()) + Round16(n * q_lora_) + Round16(n * latent_width()) +
-         Round16(n * n_head_ * latent_width()) + Round16(n * n_head_ * kv_lora_) +
-         Round16(n * n_head_ * v_dim_) + Round16(n * std::max(nope_, kv_lora_)) +
-         Round16(n * std::max(kv_lora_, v_dim_));
+         Round16(n * n_head_ * std::max(latent_width(), v_dim_)) + Round16(n * n_head_ * kv_lora_) +
+         Round16(n * n_head_ * v_dim_) + Round16(n * n_head_ * std::max(nope_, kv_lora_));
 }
 
 void MlaAttention::Forward(const ForwardContext& ctx, int layer, const float* x, float* out) const {
@@ -118,10 +128,9 @@ void MlaAttention::Forward(const ForwardContext& ctx, int layer, const float* x,
   float* qa = q + Round16(n * q_width());               // [n, q_lora]
   float* kva = qa + Round16(n * q_lora_);               // [n, kv_lora + rope]
   float* qabs = kva + Round16(n * lw);                  // [n, n_head, kv_lora + rope]
-  float* olat = qabs + Round16(n * n_head_ * lw);       // [n, n_head, kv_lora]
+  float* olat = qabs + Round16(n * n_head_ * std::max(lw, v_dim_));  // [n, n_head, kv_lora]
   float* o = olat + Round16(n * n_head_ * kv_lora_);    // [n, n_head, v_dim]
-  float* gin = o + Round16(n * n_head_ * v_dim_);       // [n, max(nope, kv_lora)] one head's input
-  float* gout = gin + Round16(n * std::max(nope_, kv_lora_));  // [n, max(kv_lora, v_dim)]
+  float* gin = o + Round16(n * n_head_ * v_dim_);       // [n_head, n, max(nope, kv_lora)] per-head inputs
 
   if (q_lora_ > 0) {
     const PhasedTarget first[] = {{&wq_a_, qa}, {&wkv_a_, kva}};
@@ -147,12 +156,18 @@ void MlaAttention::Forward(const ForwardContext& ctx, int layer, const float* x,
   }
 
   // Absorb W_UK into the query: qabs[t, h] = [k_b[h] q_nope[t, h] | q_pe[t, h]].
+  // Every head's product in one pool run, through olat ([n_head][n][kv_lora]
+  // here; attention overwrites it).
   for (int64_t h = 0; h < n_head_; ++h) {
-    for (int64_t t = 0; t < n; ++t) std::memcpy(gin + t * nope_, q + t * q_width() + h * qk, nope_ * sizeof(float));
-    PhasedMatMul(k_b_[h], gin, ctx.runs, gout, *ctx.pool);
     for (int64_t t = 0; t < n; ++t) {
+      std::memcpy(gin + (h * n + t) * nope_, q + t * q_width() + h * qk, nope_ * sizeof(float));
+    }
+  }
+  PerHeadMatMul(ctx, k_b_, gin, nope_, olat, kv_lora_);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t h = 0; h < n_head_; ++h) {
       float* dst = qabs + (t * n_head_ + h) * lw;
-      std::memcpy(dst, gout + t * kv_lora_, kv_lora_ * sizeof(float));
+      std::memcpy(dst, olat + (h * n + t) * kv_lora_, kv_lora_ * sizeof(float));
       std::memcpy(dst + kv_lora_, q + t * q_width() + h * qk + nope_, rope_ * sizeof(float));
     }
   }
@@ -176,14 +191,17 @@ void MlaAttention::Forward(const ForwardContext& ctx, int layer, const float* x,
   kernels::Attention(shape, qabs, n_head_ * lw, ctx.positions, ctx.attn_seqs, ctx.n_seqs, olat,
                      n_head_ * kv_lora_, *ctx.pool);
 
-  // Expand each head's latent output with W_UV.
-  for (int64_t h = 0; h < n_head_; ++h) {
-    for (int64_t t = 0; t < n; ++t) {
-      std::memcpy(gin + t * kv_lora_, olat + (t * n_head_ + h) * kv_lora_, kv_lora_ * sizeof(float));
+  // Expand each head's latent output with W_UV, all heads in one pool run
+  // (through qabs, [n_head][n][v_dim], no longer needed).
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t h = 0; h < n_head_; ++h) {
+      std::memcpy(gin + (h * n + t) * kv_lora_, olat + (t * n_head_ + h) * kv_lora_, kv_lora_ * sizeof(float));
     }
-    PhasedMatMul(v_b_[h], gin, ctx.runs, gout, *ctx.pool);
-    for (int64_t t = 0; t < n; ++t) {
-      std::memcpy(o + (t * n_head_ + h) * v_dim_, gout + t * v_dim_, v_dim_ * sizeof(float));
+  }
+  PerHeadMatMul(ctx, v_b_, gin, kv_lora_, qabs, v_dim_);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t h = 0; h < n_head_; ++h) {
+      std::memcpy(o + (t * n_head_ + h) * v_dim_, qabs + (h * n + t) * v_dim_, v_dim_ * sizeof(float));
     }
   }
   PhasedMatMul(wo_, o, ctx.runs, out, *ctx.pool);
@@ -212,7 +230,8 @@ void MlaAttention::AttendDecompressed(const ForwardContext& ctx, int layer, cons
     kn.resize(n_pos * std::max(nope_, v_dim_));
     kbuf.resize(n_pos * kw);
     vbuf.resize(n_pos * vw);
-    std::vector<float> c_kv(n_pos * kv_lora_);
+    thread_local std::vector<float> c_kv;
+    c_kv.resize(n_pos * kv_lora_);
     for (int32_t p = 0; p < n_pos; ++p) {
       std::memcpy(c_kv.data() + p * kv_lora_, lat.data() + p * lw, kv_lora_ * sizeof(float));
     }

@@ -43,6 +43,10 @@ class MlaAttention final : public AttentionLayer {
   int64_t qk_dim() const { return nope_ + rope_; }
   int64_t q_width() const { return n_head_ * qk_dim(); }
   int64_t latent_width() const { return kv_lora_ + rope_; }
+  // y[h] = x[h] * w[h]^T for every head in one MatMulGrouped (each run of
+  // rows with its phase's weight): x [n_head][n][n_in] -> y [n_head][n][n_out].
+  void PerHeadMatMul(const ForwardContext& ctx, const std::vector<PhasedWeight>& w, const float* x, int64_t n_in,
+                     float* y, int64_t n_out) const;
   // Attention over decompressed per-head K/V of every cached position:
   // q [n, n_head, nope + rope] (RoPE applied) -> o [n, n_head, v_dim].
   void AttendDecompressed(const ForwardContext& ctx, int layer, const float* q, float* o) const;

@@ -10,8 +10,6 @@
 namespace pagoda {
 namespace {
 
-int64_t Round16(int64_t n) { return (n + 15) / 16 * 16; }
-
 // Index of the largest of v[0, n) not yet taken; ties go to the lower index.
 int32_t ArgMaxFree(const float* v, const uint8_t* taken, int64_t n) {
   int32_t best = -1;

@@ -1,0 +1,237 @@
+// Signed tenant headers: round trip, every field tampered, wrong secret,
+// clock skew both ways, replays, fields the canonical string cannot carry.
+#include "tenancy/signed_headers.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <thread>
+
+namespace pagoda::tenancy {
+namespace {
+
+using std::chrono::seconds;
+using Clock = std::chrono::system_clock;
+
+constexpr std::string_view kSecret = "0123456789abcdef0123456789abcdef";
+const Clock::time_point kNow = Clock::time_point(seconds(1'760'000'000));
+
+TenantContext Ctx() {
+  TenantContext c;
+  c.tenant = "t_acme";
+  c.key_id = "key_42";
+  c.plan = "provisioned";
+  c.weight = 2.5;
+  c.priority = 1;
+  c.cache_scope = "t_acme/key_42";
+  return c;
+}
+
+HeaderLookup Lookup(const HeaderList& h) {
+  return [&h](std::string_view name) -> const std::string* {
+    for (const auto& [n, v] : h) {
+      if (n == name) return &v;
+    }
+    return nullptr;
+  };
+}
+
+HeaderList Signed(const TenantContext& c = Ctx(), std::string_view id = "req-1", Clock::time_point now = kNow) {
+  auto h = SignTenantHeaders(c, id, kSecret, now);
+  EXPECT_TRUE(h.ok()) << h.status().ToString();
+  return h.ok() ? *h : HeaderList{};
+}
+
+void SetHeader(HeaderList& h, std::string_view name, std::string value) {
+  for (auto& [n, v] : h) {
+    if (n == name) v = std::move(value);
+  }
+}
+
+TEST(SignedHeadersTest, RoundTripsEveryField) {
+  const HeaderList h = Signed();
+  ASSERT_EQ(h.size(), 9u);
+  EXPECT_EQ(h[0].first, "x-request-id");
+  EXPECT_EQ(h[0].second, "req-1");
+  EXPECT_EQ(*Lookup(h)("x-pagoda-timestamp"), "1760000000");
+  EXPECT_EQ(Lookup(h)("x-pagoda-signature")->size(), 64u);
+  VerifyResult r = VerifyTenantHeaders(Lookup(h), kSecret, kNow, nullptr);
+  ASSERT_TRUE(r.ok()) << VerifyOutcomeName(r.outcome);
+  EXPECT_EQ(r.context, Ctx());
+}
+
+TEST(SignedHeadersTest, SignatureMatchesTheDocumentedCanonicalString) {
+  // docs/CONTROL_PLANE_SIGNING.md: HMAC-SHA256(secret, "pagoda-tenant-v1\nreq-1\nt\n\nserverless\n1\n0\n\n1760000000"),
+  // computed independently with `printf ... | openssl dgst -sha256 -hmac 0123456789abcdef0123456789abcdef`.
+  TenantContext c;
+  c.tenant = "t";
+  c.plan = "serverless";
+  const HeaderList h = Signed(c);
+  EXPECT_EQ(*Lookup(h)("x-pagoda-weight"), "1");
+  EXPECT_EQ(*Lookup(h)("x-pagoda-priority"), "0");
+  EXPECT_EQ(*Lookup(h)("x-pagoda-signature"), "7b2f5ca667c18d24066a9564ef34dd8953751115de331c252624d25c80e7d318");
+}
+
+TEST(SignedHeadersTest, RejectsEachTamperedField) {
+  const std::vector<std::pair<std::string, std::string>> tampered = {
+      {"x-request-id", "req-2"},          {"x-pagoda-tenant", "t_other"},   {"x-pagoda-key-id", "key_43"},
+      {"x-pagoda-plan", "dedicated"},     {"x-pagoda-weight", "25"},        {"x-pagoda-priority", "9"},
+      {"x-pagoda-cache-scope", "t_other"}, {"x-pagoda-timestamp", "1760000001"}};
+  for (const auto& [name, value] : tampered) {
+    HeaderList h = Signed();
+    SetHeader(h, name, value);
+    EXPECT_EQ(VerifyTenantHeaders(Lookup(h), kSecret, kNow, nullptr).outcome, VerifyOutcome::kBadSignature) << name;
+  }
+  // A flipped signature digit, and the same digest spelled in upper case.
+  HeaderList h = Signed();
+  std::string sig = *Lookup(h)("x-pagoda-signature");
+  std::string flipped = sig;
+  flipped.back() = flipped.back() == '0' ? '1' : '0';
+  SetHeader(h, "x-pagoda-signature", flipped);
+  EXPECT_EQ(VerifyTenantHeaders(Lookup(h), kSecret, kNow, nullptr).outcome, VerifyOutcome::kBadSignature);
+  std::string upper = sig;
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+  if (upper != sig) {
+    SetHeader(h, "x-pagoda-signature", upper);
+    EXPECT_EQ(VerifyTenantHeaders(Lookup(h), kSecret, kNow, nullptr).outcome, VerifyOutcome::kMalformed);
+  }
+}
+
+TEST(SignedHeadersTest, RejectsAnotherSecret) {
+  const HeaderList h = Signed();
+  EXPECT_EQ(VerifyTenantHeaders(Lookup(h), "0123456789abcdef0123456789abcdeF", kNow, nullptr).outcome,
+            VerifyOutcome::kBadSignature);
+  EXPECT_EQ(VerifyTenantHeaders(Lookup(h), "short", kNow, nullptr).outcome, VerifyOutcome::kMalformed);
+  EXPECT_FALSE(SignTenantHeaders(Ctx(), "req-1", "short", kNow).ok());
+}
+
+TEST(SignedHeadersTest, AcceptsSkewUpToThirtySecondsEitherWay) {
+  const HeaderList h = Signed();
+  EXPECT_TRUE(VerifyTenantHeaders(Lookup(h), kSecret, kNow + seconds(30), nullptr).ok());
+  EXPECT_TRUE(VerifyTenantHeaders(Lookup(h), kSecret, kNow - seconds(30), nullptr).ok());
+  EXPECT_EQ(VerifyTenantHeaders(Lookup(h), kSecret, kNow + seconds(31), nullptr).outcome, VerifyOutcome::kStale);
+  // Signed in the future (a gateway clock ahead of ours).
+  EXPECT_EQ(VerifyTenantHeaders(Lookup(h), kSecret, kNow - seconds(31), nullptr).outcome, VerifyOutcome::kStale);
+}
+
+TEST(SignedHeadersTest, RejectsAReplayInsideTheWindow) {
+  ReplayCache replay;
+  const HeaderList h = Signed();
+  EXPECT_TRUE(VerifyTenantHeaders(Lookup(h), kSecret, kNow, &replay).ok());
+  EXPECT_EQ(VerifyTenantHeaders(Lookup(h), kSecret, kNow + seconds(5), &replay).outcome, VerifyOutcome::kReplayed);
+  // Past the window it is stale, and the cache has let the entry go.
+  EXPECT_EQ(VerifyTenantHeaders(Lookup(h), kSecret, kNow + seconds(31), &replay).outcome, VerifyOutcome::kStale);
+  // The same request id signed again (a gateway retry) is a new header set.
+  EXPECT_TRUE(VerifyTenantHeaders(Lookup(Signed(Ctx(), "req-1", kNow + seconds(1))), kSecret, kNow + seconds(1),
+                                  &replay)
+                  .ok());
+  // Forgeries never reach the cache.
+  HeaderList forged = Signed(Ctx(), "req-9");
+  SetHeader(forged, "x-pagoda-tenant", "t_other");
+  const size_t before = replay.size();
+  EXPECT_EQ(VerifyTenantHeaders(Lookup(forged), kSecret, kNow, &replay).outcome, VerifyOutcome::kBadSignature);
+  EXPECT_EQ(replay.size(), before);
+}
+
+TEST(SignedHeadersTest, ReplayCacheIsBoundedAndExpires) {
+  ReplayCache cache(3);
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(cache.Insert(std::to_string(i) + "k", kNow + seconds(10), kNow));
+  EXPECT_EQ(cache.size(), 3u);
+  EXPECT_FALSE(cache.Insert("4k", kNow + seconds(10), kNow));
+  EXPECT_TRUE(cache.Insert("0k", kNow + seconds(10), kNow));  // the oldest was forgotten
+  EXPECT_TRUE(cache.Insert("x", kNow + seconds(30), kNow + seconds(11)));
+  EXPECT_EQ(cache.size(), 1u);  // the others expired
+}
+
+TEST(SignedHeadersTest, ReplayCacheAcceptsEachKeyOnceAcrossThreads) {
+  ReplayCache cache;
+  const HeaderList h = Signed();
+  std::atomic<int> accepted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 50; ++i) accepted += VerifyTenantHeaders(Lookup(h), kSecret, kNow, &cache).ok();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(accepted.load(), 1);
+}
+
+TEST(SignedHeadersTest, AbsentMissingAndMalformedHeaders) {
+  const HeaderList none = {{"x-request-id", "req-1"}, {"content-type", "application/json"}};
+  EXPECT_EQ(VerifyTenantHeaders(Lookup(none), kSecret, kNow, nullptr).outcome, VerifyOutcome::kAbsent);
+  // Unsigned: the fields without a signature.
+  HeaderList unsigned_h = Signed();
+  unsigned_h.pop_back();
+  EXPECT_EQ(VerifyTenantHeaders(Lookup(unsigned_h), kSecret, kNow, nullptr).outcome, VerifyOutcome::kMalformed);
+  for (const char* name : {"x-request-id", "x-pagoda-tenant", "x-pagoda-plan", "x-pagoda-weight", "x-pagoda-priority",
+                           "x-pagoda-timestamp"}) {
+    HeaderList h = Signed();
+    h.erase(std::find_if(h.begin(), h.end(), [&](const auto& p) { return p.first == name; }));
+    EXPECT_EQ(VerifyTenantHeaders(Lookup(h), kSecret, kNow, nullptr).outcome, VerifyOutcome::kMalformed) << name;
+  }
+  HeaderList h = Signed();
+  SetHeader(h, "x-pagoda-signature", "not-hex");
+  EXPECT_EQ(VerifyTenantHeaders(Lookup(h), kSecret, kNow, nullptr).outcome, VerifyOutcome::kMalformed);
+}
+
+TEST(SignedHeadersTest, OptionalFieldsMayBeEmpty) {
+  TenantContext c = Ctx();
+  c.key_id.clear();
+  c.cache_scope.clear();
+  const HeaderList h = Signed(c);
+  VerifyResult r = VerifyTenantHeaders(Lookup(h), kSecret, kNow, nullptr);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.context, c);
+}
+
+TEST(SignedHeadersTest, RefusesFieldsTheCanonicalStringCannotCarry) {
+  for (const std::string& bad : {std::string("a\nb"), std::string("a\rb"), std::string("a\0b", 3),
+                                 std::string(" lead"), std::string("trail "), std::string("caf\xc3\xa9"),
+                                 std::string(300, 'x')}) {
+    TenantContext c = Ctx();
+    c.tenant = bad;
+    EXPECT_FALSE(SignTenantHeaders(c, "req-1", kSecret, kNow).ok());
+    c = Ctx();
+    c.cache_scope = bad;
+    EXPECT_FALSE(SignTenantHeaders(c, "req-1", kSecret, kNow).ok());
+    c = Ctx();
+    c.key_id = bad;
+    EXPECT_FALSE(SignTenantHeaders(c, "req-1", kSecret, kNow).ok());
+    EXPECT_FALSE(SignTenantHeaders(Ctx(), bad, kSecret, kNow).ok());
+  }
+  // A newline smuggled into a received header (a field boundary moved) is refused before any MAC.
+  HeaderList h = Signed();
+  SetHeader(h, "x-pagoda-tenant", "t_acme\nkey_42");
+  SetHeader(h, "x-pagoda-key-id", "");
+  EXPECT_EQ(VerifyTenantHeaders(Lookup(h), kSecret, kNow, nullptr).outcome, VerifyOutcome::kMalformed);
+}
+
+TEST(SignedHeadersTest, RefusesBadPlanWeightAndTenant) {
+  TenantContext c = Ctx();
+  c.plan = "gold";
+  EXPECT_FALSE(SignTenantHeaders(c, "req-1", kSecret, kNow).ok());
+  for (double w : {0.0, -1.0, 2e6, std::nan("")}) {
+    c = Ctx();
+    c.weight = w;
+    EXPECT_FALSE(SignTenantHeaders(c, "req-1", kSecret, kNow).ok()) << w;
+  }
+  c = Ctx();
+  c.tenant.clear();
+  EXPECT_FALSE(SignTenantHeaders(c, "req-1", kSecret, kNow).ok());
+  EXPECT_FALSE(SignTenantHeaders(Ctx(), "", kSecret, kNow).ok());
+}
+
+TEST(SignedHeadersTest, ConstantTimeEqualsComparesBytes) {
+  EXPECT_TRUE(ConstantTimeEquals("", ""));
+  EXPECT_TRUE(ConstantTimeEquals("abc", "abc"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "abd"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "ab"));
+  EXPECT_FALSE(ConstantTimeEquals(std::string_view("a\0c", 3), std::string_view("a\0d", 3)));
+}
+
+}  // namespace
+}  // namespace pagoda::tenancy
