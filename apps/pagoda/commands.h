@@ -16,5 +16,6 @@ int CmdPerplexity(int argc, char** argv);
 int CmdQuantize(int argc, char** argv);
 int CmdGateway(int argc, char** argv);
 int CmdGatewayRollout(int argc, char** argv);  // `pagoda gateway rollout ...`
+int CmdAdmin(int argc, char** argv);           // `pagoda admin ...`: the admin API's client
 
 }  // namespace pagoda::cli

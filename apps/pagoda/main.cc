@@ -25,6 +25,7 @@ const Command kCommands[] = {
     {"tokenize", pagoda::cli::CmdTokenize, "print the token ids of a text"},
     {"serve", pagoda::cli::CmdServe, "OpenAI-compatible HTTP server"},
     {"gateway", pagoda::cli::CmdGateway, "OpenAI-compatible gateway in front of many replicas"},
+    {"admin", pagoda::cli::CmdAdmin, "tenants, API keys, limits, plans, prices and usage (admin API client)"},
     {"perplexity", pagoda::cli::CmdPerplexity, "perplexity of a model over a text file (KV cache dtypes)"},
 };
 
