@@ -11,6 +11,7 @@
 #include "gateway/proxy.h"
 #include "gateway/rollout_admin.h"
 #include "gateway/router.h"
+#include "control/admin_routes.h"
 #include "gateway/tenant_routing.h"
 
 namespace pagoda::gateway {
@@ -162,6 +163,12 @@ http::Router Gateway::BuildRouter() {
                return r;
              }));
   AddAdminRoutes(router, this);
+  if (control_) {
+    control::AdminRouteOptions ao;
+    ao.pepper = control_->options().key_pepper;
+    ao.sla = &control_->sla();
+    control::AddControlAdminRoutes(router, control_->store(), std::move(ao));
+  }
   AddRolloutRoutes(router, rollouts_.get());
   return router;
 }

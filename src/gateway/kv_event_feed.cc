@@ -28,6 +28,16 @@ std::vector<std::string> Keys(const std::vector<kvevents::ExternalBlockHash>& ha
   return out;
 }
 
+// The cache scope a stored chain was salted with: the int extra key Pagoda
+// puts on each block (SaltDigest); 0 when none.
+uint64_t ScopeDigest(const kvevents::BlockStored& st) {
+  if (!st.extra_keys || st.extra_keys->empty() || !st.extra_keys->front()) return 0;
+  for (const kvevents::ExtraKey& k : *st.extra_keys->front()) {
+    if (k.kind == kvevents::ExtraKey::Kind::kInt) return k.int_value;
+  }
+  return 0;
+}
+
 }  // namespace
 
 void ApplyKvEventBatch(KvIndex& index, std::string_view replica, const kvevents::EventBatch& batch) {
@@ -37,7 +47,7 @@ void ApplyKvEventBatch(KvIndex& index, std::string_view replica, const kvevents:
       if (st->parent_block_hash) parent = EngineHashKey(*st->parent_block_hash);
       const std::vector<std::string> keys = Keys(st->block_hashes);
       index.OnStored(replica, parent ? std::optional<std::string_view>(*parent) : std::nullopt, keys, st->token_ids,
-                     st->block_size);
+                     st->block_size, ScopeDigest(*st));
     } else if (const auto* rm = std::get_if<kvevents::BlockRemoved>(&e)) {
       index.OnRemoved(replica, Keys(rm->block_hashes));
     } else {

@@ -3,7 +3,7 @@
 #include <variant>
 
 #include "api/response_common.h"
-#include "gateway/block_hasher.h"
+#include "kvevents/kv_event.h"
 
 namespace pagoda::gateway {
 
@@ -39,7 +39,7 @@ std::optional<http::Response> RequestMeter::Admit(const http::Request& request, 
 }
 
 uint64_t RequestMeter::cache_scope_digest() const {
-  return caller_ && !caller_->cache_scope.empty() ? StableHash(caller_->cache_scope) : 0;
+  return caller_ && !caller_->cache_scope.empty() ? kvevents::SaltDigest(caller_->cache_scope) : 0;
 }
 
 void RequestMeter::AddUpstreamHeaders(http::Headers& headers) const {

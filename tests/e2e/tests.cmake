@@ -18,6 +18,11 @@
 #   gateway_cluster   4 replicas with KV events behind a cache_aware gateway: sessions stay on their prefix's
 #                     replica (vs round_robin), predicted == reported cached tokens, saturation spreads, gateway
 #                     restart rebuilds from replay, kill -9 under load, abandoned-stream soak leaves no load
+#   control_plane     two gateways sharing one control-plane store in front of a replica that trusts
+#                     their signed tenant headers: keys (401/403, revocation through the other gateway),
+#                     exact limits across both, token settlement, ledger == client usage (kill -9),
+#                     cache isolation per tenant / key, zero retention of a canary; on SQLite, and
+#                     on PostgreSQL with its own counters and with Redis counters
 #   gateway_tls       https upstream behind nginx with a throwaway CA (openssl CLI): ca_file works (plain and
 #                     streamed, key checked by nginx, keep-alive), system store and wrong host name fail with 502
 #   tls               https on `pagoda serve --tls-cert/--tls-key` and on a TLS gateway (plain and https replicas):
@@ -45,6 +50,21 @@ if(PAGODA_NODE)
       set_tests_properties(e2e_batch_invariance_${moe}_${kv} PROPERTIES LABELS e2e TIMEOUT 300
                            SKIP_REGULAR_EXPRESSION "^skipped:")
     endforeach()
+  endforeach()
+  add_test(NAME e2e_control_plane
+           COMMAND ${PAGODA_NODE} ${CMAKE_CURRENT_LIST_DIR}/control_plane.test.mjs
+                   $<TARGET_FILE:pagoda_cli> ${PAGODA_TESTDATA_DIR}/stories260K.gguf
+           WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
+  set_tests_properties(e2e_control_plane PROPERTIES LABELS e2e TIMEOUT 300 SKIP_REGULAR_EXPRESSION "^skipped:")
+  foreach(counters store redis)
+    add_test(NAME e2e_control_plane_postgres_${counters}
+             COMMAND ${CMAKE_COMMAND} -E env PAGODA_E2E_STORE=postgres PAGODA_E2E_COUNTERS=${counters}
+                     PAGODA_E2E_PG_PORT_FILE=${PROJECT_BINARY_DIR}/test-postgres/port
+                     ${PAGODA_NODE} ${CMAKE_CURRENT_LIST_DIR}/control_plane.test.mjs
+                     $<TARGET_FILE:pagoda_cli> ${PAGODA_TESTDATA_DIR}/stories260K.gguf
+             WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
+    set_tests_properties(e2e_control_plane_postgres_${counters} PROPERTIES LABELS e2e TIMEOUT 300
+                         FIXTURES_REQUIRED postgres SKIP_REGULAR_EXPRESSION "^skipped:")
   endforeach()
   # Each starts its own servers on free ports; the soak wants the CPU to itself.
   set_tests_properties(e2e_soak PROPERTIES RUN_SERIAL TRUE)

@@ -215,3 +215,29 @@ TEST(KvEventFeedTest, AReloadThatIsRefusedForgetsNothing) {
 
 }  // namespace
 }  // namespace pagoda::gateway
+
+namespace pagoda::gateway {
+namespace {
+
+// A chain stored under a cache salt carries SaltDigest(salt) in its extra
+// keys: the index files it under that scope, where only a request chained
+// with the same scope meets it.
+TEST(KvEventFeedTest, SaltedChainsAreIndexedUnderTheirScope) {
+  KvIndex index;
+  kvevents::BlockStored st;
+  st.block_size = 4;
+  st.token_ids = {1, 2, 3, 4, 5, 6, 7, 8};
+  st.block_hashes = {kvevents::ExternalBlockHash::FromInt(11), kvevents::ExternalBlockHash::FromInt(12)};
+  const uint64_t digest = kvevents::SaltDigest("t:acme/k:key_1");
+  st.extra_keys = std::vector<kvevents::BlockExtraKeys>(2, std::vector<kvevents::ExtraKey>{kvevents::ExtraKey::Int(digest)});
+  kvevents::EventBatch batch;
+  batch.events.push_back(st);
+  ApplyKvEventBatch(index, "r", batch);
+  const std::vector<int32_t> t = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(index.MatchedBlocks("r", ChainedBlockHashes(t, 4, ScopedRoot(index.salt(), digest))), 2u);
+  EXPECT_EQ(index.MatchedBlocks("r", ChainedBlockHashes(t, 4, index.salt())), 0u);
+  EXPECT_EQ(index.MatchedBlocks("r", ChainedBlockHashes(t, 4, ScopedRoot(index.salt(), digest + 1))), 0u);
+}
+
+}  // namespace
+}  // namespace pagoda::gateway
