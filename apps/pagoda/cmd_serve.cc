@@ -15,6 +15,7 @@
 #include "http/tls_files.h"
 #include "kvevents/publisher.h"
 #include "model_loading.h"
+#include "control/control_plane.h"
 #include "server/openai_server.h"
 #include "tenancy/signed_headers.h"
 #include "tokenizer/chat_template.h"
@@ -111,6 +112,17 @@ int CmdServe(int argc, char** argv) {
                  "admission policy: fcfs, fair (VTC fair share between tenants inside priority bands), or auto "
                  "(default: fair with --tenant-secret-env, else fcfs); docs/SCHEDULING.md")
       ->check(CLI::IsMember({"auto", "fcfs", "fair"}));
+  std::string db, counters, admin_key_env, key_pepper_env;
+  bool allow_insecure_keys = false;
+  app.add_option("--db", db,
+                 "run the control plane here: tenants, API keys, limits and usage in this store "
+                 "(sqlite:///PATH.db or a path, or postgresql://...; docs/CONTROL_PLANE.md)");
+  app.add_option("--counters", counters, "with --db: rate-limit counters elsewhere (redis://HOST:PORT)");
+  app.add_option("--admin-key-env", admin_key_env,
+                 "with --db: environment variable holding the admin key for /admin/ (unset: admin API off)");
+  app.add_option("--key-pepper-env", key_pepper_env, "with --db: environment variable holding the key-hash pepper");
+  app.add_flag("--allow-insecure-keys", allow_insecure_keys,
+               "accept API and admin keys over plain HTTP (loopback use, or TLS ended in front)");
   std::string decode_weights;
   AddDecodeWeightsOption(app, &decode_weights);
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
@@ -164,8 +176,31 @@ int CmdServe(int argc, char** argv) {
                   std::to_string(tenancy::kMinSecretBytes) + " bytes");
     }
   }
-  eo.scheduling = scheduling == "fair" || (scheduling == "auto" && !tenant_secret.empty()) ? SchedulingMode::kFair
-                                                                                         : SchedulingMode::kFcfs;
+  if (db.empty() && (!counters.empty() || !admin_key_env.empty() || !key_pepper_env.empty())) {
+    return Fail("--counters, --admin-key-env and --key-pepper-env need --db");
+  }
+  auto from_env = [](const std::string& var, std::string* out) -> bool {
+    if (var.empty()) return true;
+    const char* v = std::getenv(var.c_str());
+    if (v == nullptr || *v == '\0') return false;
+    *out = v;
+    return true;
+  };
+  control::ControlPlaneOptions control_options;
+  std::string admin_key;
+  control_options.store_url = db;
+  control_options.counters_url = counters;
+  control_options.allow_insecure_keys = allow_insecure_keys;
+  control_options.signing_secret = tenant_secret;
+  if (!from_env(admin_key_env, &admin_key)) {
+    return Fail("--admin-key-env: environment variable " + admin_key_env + " is not set or empty");
+  }
+  if (!from_env(key_pepper_env, &control_options.key_pepper)) {
+    return Fail("--key-pepper-env: environment variable " + key_pepper_env + " is not set or empty");
+  }
+  eo.scheduling = scheduling == "fair" || (scheduling == "auto" && (!tenant_secret.empty() || !db.empty()))
+                      ? SchedulingMode::kFair
+                      : SchedulingMode::kFcfs;
   if (const auto t = kernels::ParseKvType(kv_type)) {
     eo.kv_type = *t;
   } else {
@@ -191,6 +226,8 @@ int CmdServe(int argc, char** argv) {
   so.drain_timeout = std::chrono::seconds(drain_seconds);
   so.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(request_timeout_s * 1000.0));
   so.tenant_secret = std::move(tenant_secret);
+  so.control = std::move(control_options);
+  so.admin_key = std::move(admin_key);
   // Outlives the server (and its engine, which publishes into it).
   std::unique_ptr<kvevents::Publisher> publisher;
   if (!kv_events.endpoint.empty()) {

@@ -187,10 +187,14 @@ void GenerationJob::OnEvent(int prompt, EngineEvent& e) {
   if (e.finish == FinishReason::kCancelled) {
     // The client went away (or we cancelled after every choice stopped).
     c.done = true;
+    cancelled_ = true;
     return;
   }
   if (e.has_token()) {
     ++c.completion_tokens;
+    const auto now = std::chrono::steady_clock::now();
+    if (token_events_++ == 0) first_token_ = now;
+    last_token_ = now;
     const bool is_end_token = e.finish == FinishReason::kEog || e.finish == FinishReason::kStop;
     if (!is_end_token) {
       if (spec_.logprobs) c.logprobs.push_back(LogprobEntry(e));
@@ -276,13 +280,26 @@ void GenerationJob::Fail(const Status& error) {
 void GenerationJob::Complete() {
   completed_ = true;
   auto self = std::move(self_);  // released when this call returns
-  if (failed_) return;
   api::Usage usage;
   for (size_t p = 0; p < prompt_tokens_.size(); ++p) {
     usage.prompt_tokens += prompt_tokens_[p];
     usage.cached_tokens += cached_tokens_[p];
   }
   for (auto& c : choices_) usage.completion_tokens += c->completion_tokens;
+  if (spec_.on_finish) {
+    using Seconds = std::chrono::duration<double>;
+    JobOutcome o;
+    o.prompt_tokens = usage.prompt_tokens;
+    o.cached_tokens = usage.cached_tokens;
+    o.completion_tokens = usage.completion_tokens;
+    if (token_events_ > 0) o.ttft_seconds = Seconds(first_token_ - arrival_).count();
+    if (token_events_ > 1) o.mean_itl_seconds = Seconds(last_token_ - first_token_).count() / (token_events_ - 1);
+    o.total_seconds = Seconds(std::chrono::steady_clock::now() - arrival_).count();
+    o.failed = failed_;
+    o.cancelled = cancelled_ && !failed_;
+    spec_.on_finish(o);
+  }
+  if (failed_) return;
   if (spec_.stream) {
     if (format_->include_usage()) writer_->SendSse(format_->StreamUsage(usage));
     writer_->SendSse(api::kSseDone);

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -61,6 +63,18 @@ class ResponseFormat {
   virtual std::string Body(const std::vector<ChoiceOutput>& choices, const api::Usage& usage) const = 0;
 };
 
+// How a job ended, for metering (control plane): counts and times only.
+struct JobOutcome {
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;
+  int64_t completion_tokens = 0;
+  double ttft_seconds = -1;      // < 0: no token
+  double mean_itl_seconds = -1;  // < 0: fewer than two tokens
+  double total_seconds = 0;
+  bool failed = false;     // an engine error answered the client
+  bool cancelled = false;  // the client went away
+};
+
 struct JobSpec {
   bool stream = false;
   bool logprobs = false;
@@ -84,6 +98,8 @@ struct JobSpec {
   std::string constraint_param;
   // Set in every engine request (tenant_resolver.h).
   TenantFields tenant;
+  // Called once when the job ends, however it ends (request_admission.h).
+  std::function<void(const JobOutcome&)> on_finish;
 };
 
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
@@ -130,6 +146,10 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   std::atomic<bool> drain_posted_{false};
   int finals_ = 0;
   bool failed_ = false;
+  bool cancelled_ = false;  // a choice ended because the client went away
+  std::chrono::steady_clock::time_point arrival_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point first_token_{}, last_token_{};
+  int64_t token_events_ = 0;
   bool completed_ = false;
   std::shared_ptr<GenerationJob> self_;  // alive until Complete
 };

@@ -1,6 +1,7 @@
 #include "server/openai_server.h"
 
 #include "api/response_common.h"
+#include "control/admin_routes.h"
 #include "http/auth.h"
 #include "http/server.h"
 #include "sampling/grammar/token_matcher.h"
@@ -13,6 +14,7 @@ namespace pagoda::server {
 struct OpenAiServer::State {
   ServeContext ctx;
   std::string api_key;
+  std::unique_ptr<control::ControlPlane> control;  // --db; outlives the HTTP server (declared before it)
   std::chrono::milliseconds drain_timeout{0};
   // Destroyed in reverse: the HTTP server first, then the engine (whose
   // notifications post to the pump), then the pump.
@@ -32,6 +34,15 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
     return InvalidArgument("the tenant header secret must be at least " + std::to_string(tenancy::kMinSecretBytes) +
                            " bytes");
   }
+  if (!options.control.store_url.empty() && !options.api_key.empty()) {
+    return InvalidArgument("--api-key and --db exclude each other: with --db, tenants' keys authenticate");
+  }
+  std::unique_ptr<control::ControlPlane> control;
+  if (!options.control.store_url.empty()) {
+    auto cp = control::ControlPlane::Open(options.control);
+    if (!cp.ok()) return cp.status();
+    control = std::move(cp).value();
+  }
   auto prompt = chat::MakePromptEncoder(tokenizer, chat_template_source);
   if (!prompt.ok()) return prompt.status();
   if (!engine.is_eog) engine.is_eog = [&tokenizer](TokenId id) { return tokenizer.IsEog(id); };
@@ -45,6 +56,7 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
   State& st = *server->state_;
   st.engine = std::move(eng).value();
   st.api_key = options.api_key;
+  st.control = std::move(control);
   st.drain_timeout = options.drain_timeout;
   const PagedKvCache& kv = st.engine->kv_cache();  // safe: the engine thread has not started
   server->kv_capacity_tokens_ = static_cast<int64_t>(kv.pool().n_blocks()) * kv.block_size();
@@ -76,7 +88,29 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
   AddMetricsRoutes(router, ctx);
   AddTokenizeRoutes(router, ctx);
   if (!st.api_key.empty()) {
-    router.AddGuard("/v1/", [key = st.api_key](const http::Request& r) { return http::RequireBearerToken(r, key); });
+    router.AddGuard("/v1/", [key = st.api_key, allow = options.control.allow_insecure_keys](const http::Request& r) {
+      if (auto refused = control::RefuseInsecureKey(r, allow)) return refused;
+      return http::RequireBearerToken(r, key);
+    });
+  }
+  if (control::ControlPlane* cp = st.control.get()) {
+    ctx.control = cp;
+    // Generation routes authenticate with the model's scope themselves; the
+    // rest of /v1/ needs a valid key.
+    router.AddGuard("/v1/", [cp](const http::Request& r) -> std::optional<http::Response> {
+      if (r.path == "/v1/chat/completions" || r.path == "/v1/completions") return std::nullopt;
+      auto who = cp->Authenticate(r, "");
+      if (auto* refused = std::get_if<http::Response>(&who)) return std::move(*refused);
+      return std::nullopt;
+    });
+    router.AddGuard("/admin/", [key = options.admin_key, allow = options.control.allow_insecure_keys](
+                                   const http::Request& r) {
+      return control::RequireAdminKey(r, key, allow, "start pagoda serve with --admin-key-env");
+    });
+    control::AdminRouteOptions ao;
+    ao.pepper = options.control.key_pepper;
+    ao.sla = &cp->sla();
+    control::AddControlAdminRoutes(router, cp->store(), std::move(ao));
   }
   http::ServerOptions http_options;
   http_options.address = options.host;

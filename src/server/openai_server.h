@@ -17,6 +17,8 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
+#include "control/control_plane.h"
+
 namespace pagoda::server {
 
 struct ServeOptions {
@@ -41,6 +43,11 @@ struct ServeOptions {
   // `pagoda serve --tenant-secret-env`); "": tenant headers are ignored. At
   // least tenancy::kMinSecretBytes. Never logged.
   std::string tenant_secret;
+  // The control plane inside this server (`--db`; docs/CONTROL_PLANE.md):
+  // tenants' API keys, limits and usage metering, with the admin API under
+  // /admin/ behind `admin_key`. control.store_url "": none. Exclusive with api_key.
+  control::ControlPlaneOptions control;
+  std::string admin_key;
 };
 
 class OpenAiServer {

@@ -12,7 +12,7 @@
 #include "server/generation_job.h"
 #include "server/request_prep.h"
 #include "server/routes.h"
-#include "server/tenant_resolver.h"
+#include "server/request_admission.h"
 
 namespace pagoda::server {
 namespace {
@@ -107,7 +107,11 @@ void HandleChat(ServeContext& ctx, const http::Request& request, std::shared_ptr
   spec.prefixes = {""};
   spec.text_offset_starts = {0};
   spec.constraint_param = chat::ConstraintParam(cr);
-  spec.tenant = ResolveTenant(ctx, request.headers);
+  if (auto refused = AdmitGeneration(ctx, request, o.model, static_cast<int64_t>(requests.back().prompt.size()),
+                                     static_cast<int64_t>(max_tokens.value()) * o.n, spec)) {
+    writer->Respond(std::move(*refused));
+    return;
+  }
   if (!tools.empty() || chat_format.has_reasoning()) {
     chat::ParserOptions po;
     po.format = chat_format;
@@ -123,7 +127,11 @@ void HandleChat(ServeContext& ctx, const http::Request& request, std::shared_ptr
     spec.marker_tokens = ctx.marker_tokens;
   }
   auto format = std::make_unique<ChatFormat>(id, api::UnixTimeNow(), ctx.model_id, o.include_usage);
-  if (auto e = GenerationJob::Start(ctx, std::move(requests), std::move(spec), std::move(format), writer)) fail(*e);
+  auto metered = spec.on_finish;
+  if (auto e = GenerationJob::Start(ctx, std::move(requests), std::move(spec), std::move(format), writer)) {
+    if (metered) metered(JobOutcome{.failed = true});
+    fail(*e);
+  }
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include "server/generation_job.h"
 #include "server/request_prep.h"
 #include "server/routes.h"
-#include "server/tenant_resolver.h"
+#include "server/request_admission.h"
 
 namespace pagoda::server {
 namespace {
@@ -81,7 +81,6 @@ void HandleCompletion(ServeContext& ctx, const http::Request& request, std::shar
   spec.stop = o.stop;
   spec.n = o.n;
   spec.constraint_param = chat::ConstraintParam(cr);
-  spec.tenant = ResolveTenant(ctx, request.headers);
   for (size_t i = 0; i < req->prompts.size(); ++i) {
     const api::CompletionPrompt& p = req->prompts[i];
     std::vector<TokenId> ids;
@@ -112,7 +111,20 @@ void HandleCompletion(ServeContext& ctx, const http::Request& request, std::shar
     spec.text_offset_starts.push_back(req->echo ? 0 : static_cast<int64_t>(text.size()));
   }
   auto format = std::make_unique<CompletionFormat>(id, api::UnixTimeNow(), ctx.model_id, o.include_usage);
-  if (auto e = GenerationJob::Start(ctx, std::move(requests), std::move(spec), std::move(format), writer)) fail(*e);
+  int64_t prompt_tokens = 0, completion_budget = 0;
+  for (const EngineRequest& r : requests) {
+    prompt_tokens += static_cast<int64_t>(r.prompt.size());
+    completion_budget += static_cast<int64_t>(r.max_tokens) * o.n;
+  }
+  if (auto refused = AdmitGeneration(ctx, request, o.model, prompt_tokens, completion_budget, spec)) {
+    writer->Respond(std::move(*refused));
+    return;
+  }
+  auto metered = spec.on_finish;
+  if (auto e = GenerationJob::Start(ctx, std::move(requests), std::move(spec), std::move(format), writer)) {
+    if (metered) metered(JobOutcome{.failed = true});
+    fail(*e);
+  }
 }
 
 }  // namespace

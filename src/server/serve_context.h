@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "api/generation_options.h"
+#include "control/control_plane.h"
 #include "chat/prompt_encoding.h"
 #include "engine/engine.h"
 #include "sampling/grammar/grammar_cache.h"
@@ -46,6 +47,8 @@ struct ServeContext {
   // ("": tenant headers are ignored), and the replay cache they go through
   // (tenant_resolver.h). Never logged.
   std::string tenant_secret;
+  // `--db`: keys, limits and metering (request_admission.h); null without.
+  control::ControlPlane* control = nullptr;
   tenancy::ReplayCache* tenant_replay = nullptr;
   std::atomic<bool> ready{false};  // the engine loop runs (health)
 };

@@ -382,6 +382,52 @@ test('zero retention: the canary and the outputs appear in no file, log, metric,
   }
 });
 
+test('pagoda serve --db: the same control plane inside one server (keys, limits, ledger, isolation)', async () => {
+  const db = `sqlite://${join(dir, 'serve.db')}`;
+  process.env.PAGODA_CP_ADMIN = ADMIN;
+  const s = await Server.start(bin, modelPath, OpenAI, ['--db', db, '--admin-key-env', 'PAGODA_CP_ADMIN',
+                                                       '--allow-insecure-keys']);
+  try {
+    const gw = { base: s.base };
+    tenant(gw, 'solo-a');
+    tenant(gw, 'solo-b');
+    const a = key(gw, 'solo-a'), b = key(gw, 'solo-b');
+    const post = (k, content, extra = {}) => fetch(`${s.base}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json', ...(k ? { authorization: `Bearer ${k}` } : {}) },
+      body: JSON.stringify({ model: 'stories260K', messages: [{ role: 'user', content }], max_tokens: 8,
+                             temperature: 0, ...extra }) });
+    assert.equal((await post(undefined, 'x')).status, 401);
+    assert.equal((await post('pgd-wrong', 'x')).status, 401);
+    assert.equal((await fetch(`${s.base}/v1/models`)).status, 401);
+    assert.equal((await fetch(`${s.base}/v1/models`, { headers: { authorization: `Bearer ${a}` } })).status, 200);
+    const prompt = 'A long shared story opening about a lighthouse keeper and her small grey dog. '.repeat(3);
+    let prompt_sum = 0, completion_sum = 0;
+    const cachedOf = async (k) => {
+      const j = await (await post(k, prompt)).json();
+      prompt_sum += j.usage.prompt_tokens; completion_sum += j.usage.completion_tokens;
+      return j.usage.prompt_tokens_details?.cached_tokens ?? 0;
+    };
+    assert.equal(await cachedOf(a), 0);
+    assert.ok(await cachedOf(a) > 0);
+    assert.equal(await cachedOf(b), 0, 'another tenant never hits');
+    admin(gw, ['limits', 'set', '--tenant', 'solo-b', '--rpm', '1']);
+    await awaitWindow(10000);
+    const statuses = [];
+    for (let i = 0; i < 3; ++i) {
+      const r = await post(b, `limited ${i}`);
+      statuses.push(r.status);
+      if (r.status === 200) { const j = await r.json(); prompt_sum += j.usage.prompt_tokens; completion_sum += j.usage.completion_tokens; }
+    }
+    assert.ok(statuses.filter(x => x === 429).length >= 2, JSON.stringify(statuses));
+    await sleep(300);
+    const rep = admin(gw, ['usage', '--group-by', 'tenant']);
+    assert.equal(rep.total.prompt_tokens, prompt_sum);
+    assert.equal(rep.total.completion_tokens, completion_sum);
+  } finally {
+    await s.stop();
+  }
+});
+
 await run({
   before: async () => {
     replica = await Server.start(bin, modelPath, OpenAI, ['--tenant-secret-env', 'PAGODA_TENANT_SECRET']);

@@ -1,0 +1,59 @@
+#include "server/request_admission.h"
+
+#include <memory>
+#include <variant>
+
+#include "api/response_common.h"
+#include "control/control_plane.h"
+#include "server/tenant_resolver.h"
+
+namespace pagoda::server {
+
+std::optional<http::Response> AdmitGeneration(ServeContext& ctx, const http::Request& request,
+                                              const std::string& model, int64_t prompt_tokens, int64_t max_tokens,
+                                              JobSpec& spec) {
+  if (ctx.control == nullptr) {
+    spec.tenant = ResolveTenant(ctx, request.headers);
+    return std::nullopt;
+  }
+  control::ControlPlane& cp = *ctx.control;
+  auto who = cp.Authenticate(request, model);
+  if (auto* refused = std::get_if<http::Response>(&who)) return std::move(*refused);
+  auto caller = std::make_shared<control::Caller>(std::move(std::get<control::Caller>(who)));
+  const std::string request_id = api::NewResponseId("req");
+  auto ticket = cp.Admit(*caller, model, prompt_tokens, max_tokens);
+  if (auto* refused = std::get_if<http::Response>(&ticket)) {
+    control::RequestOutcome o;
+    o.request_id = request_id;
+    o.model = model;
+    o.status = refused->status == 429 ? tenancy::UsageStatus::kRateLimited : tenancy::UsageStatus::kUnavailable;
+    o.http_status = refused->status;
+    cp.RecordUsage(*caller, o);
+    return std::move(*refused);
+  }
+  auto t = std::make_shared<control::Ticket>(std::move(std::get<control::Ticket>(ticket)));
+  spec.tenant.tenant = caller->tenant.id;
+  spec.tenant.weight = caller->tenant.weight;
+  spec.tenant.priority = caller->priority;
+  spec.tenant.cache_salt = caller->cache_scope;
+  spec.on_finish = [&cp, caller, t, request_id, model, deployment = ctx.model_id](const JobOutcome& j) {
+    control::RequestOutcome o;
+    o.request_id = request_id;
+    o.model = model;
+    o.deployment = deployment;
+    o.prompt_tokens = j.prompt_tokens;
+    o.cached_tokens = j.cached_tokens;
+    o.completion_tokens = j.completion_tokens;
+    o.ttft_seconds = j.ttft_seconds;
+    o.mean_itl_seconds = j.mean_itl_seconds;
+    o.total_seconds = j.total_seconds;
+    o.status = j.failed      ? tenancy::UsageStatus::kError
+               : j.cancelled ? tenancy::UsageStatus::kCancelled
+                             : tenancy::UsageStatus::kOk;
+    o.http_status = j.failed ? 500 : j.cancelled ? 499 : 200;
+    cp.Finish(*t, *caller, o);
+  };
+  return std::nullopt;
+}
+
+}  // namespace pagoda::server

@@ -1,0 +1,26 @@
+// Admission of a generation request through the control plane when
+// `pagoda serve --db` runs one (control/control_plane.h, the same library
+// the gateway uses): the caller's key is authenticated and scoped to the
+// model, the request is admitted against its limits, its engine requests
+// get the tenant's fair-share weight, priority and prefix-cache scope, and
+// the job meters it when it ends (JobSpec::on_finish). Without a control
+// plane it only applies the signed tenant headers (tenant_resolver.h).
+// Any thread.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "http/message.h"
+#include "server/generation_job.h"
+#include "server/serve_context.h"
+
+namespace pagoda::server {
+
+// nullopt: go on (spec.tenant and spec.on_finish are set); otherwise the
+// response to send (401/403/429/503).
+std::optional<http::Response> AdmitGeneration(ServeContext& ctx, const http::Request& request,
+                                              const std::string& model, int64_t prompt_tokens, int64_t max_tokens,
+                                              JobSpec& spec);
+
+}  // namespace pagoda::server
