@@ -266,6 +266,44 @@ TEST(MatMulSharedTest, MatchesSeparateMatMuls) {
   }
 }
 
+// Experts of an MoE step: weights of mixed types and widths, each on its own
+// rows (some shared, one empty), in one call: the same values as one MatMul
+// per weight, and those match the scalar reference, on every ISA.
+TEST(MatMulGroupedTest, MatchesSeparateMatMuls) {
+  const DType types[] = {DType::kQ4_0, DType::kQ4_K, DType::kQ8_0, DType::kQ6_K, DType::kF16, DType::kQ4_0};
+  const int64_t n_in[] = {256, 256, 512, 256, 256, 256};
+  const int64_t rows[] = {24, 40, 16, 33, 8, 24};
+  const int64_t tokens[] = {1, 17, 3, 0, 5, 1};  // target 5 reads target 0's rows
+  std::vector<uint8_t> storage[6];
+  TensorView ws[6];
+  for (int i = 0; i < 6; ++i) ws[i] = MakeWeight(types[i], rows[i], n_in[i], 200 + i, storage[i]);
+  ThreadPool pool(2);
+  for (Isa isa : SupportedIsas()) {
+    IsaGuard guard(isa);
+    std::vector<float> x[6], want[6], got[6];
+    MatMulGroupTarget targets[6];
+    for (int i = 0; i < 6; ++i) {
+      std::mt19937 rng(7 + i);
+      std::normal_distribution<float> dist(0.0f, 1.0f);
+      x[i].resize(std::max<int64_t>(tokens[i], 1) * n_in[i]);
+      for (auto& v : x[i]) v = dist(rng);
+      if (i == 5) x[i] = x[0];
+      want[i].assign(tokens[i] * rows[i], 0.0f);
+      got[i].assign(tokens[i] * rows[i], NAN);
+      if (tokens[i] > 0) MatMul(ws[i], x[i].data(), tokens[i], want[i].data(), pool);
+      targets[i] = {&ws[i], i == 5 ? x[0].data() : x[i].data(), tokens[i], got[i].data()};
+    }
+    MatMulGrouped(targets, pool);
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_EQ(got[i], want[i]) << IsaName(isa) << " weight " << i;
+      if (tokens[i] > 0) {
+        ExpectNearReference(ws[i], x[i].data(), tokens[i], got[i].data(),
+                            std::string(IsaName(isa)) + " grouped weight " + std::to_string(i));
+      }
+    }
+  }
+}
+
 TEST(MatMulCheckTest, RejectsUnsupportedTypeAndPartialBlocks) {
   TensorView w;
   w.name = "w";
