@@ -14,7 +14,7 @@
 //
 // Node >= 18, no dependencies. One JSON object on stdout.
 // Usage: node bench/gateway_overhead.mjs --mode latency --direct URL --gateway URL --model M
-//          [--rps 100] [--seconds 20] [--slice-s 2] [--max-tokens 2]
+//          [--rps 100] [--seconds 20] [--slice-s 2] [--max-tokens 2] [--gateway-key KEY]
 //        node bench/gateway_overhead.mjs --mode streams --gateway URL --gateway-pid PID --model M
 //          [--streams 1000] [--seconds 20] [--stream-tokens 64]
 import { readFileSync } from 'node:fs';
@@ -27,10 +27,12 @@ const model = args.model ?? '';
 const seconds = Number(args.seconds ?? 20);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function complete(base, maxTokens, i) {
+// --gateway-key KEY: sent as a bearer key to --gateway only (a gateway with a
+// control plane, measured against --direct = the same gateway without one).
+async function complete(base, maxTokens, i, key) {
   const t0 = performance.now();
   const res = await fetch(`${base}/v1/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
+    method: 'POST', headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
     body: JSON.stringify({ model, prompt: `Once upon a time ${i % 97}`, max_tokens: maxTokens, temperature: 0 }),
   });
   await res.arrayBuffer();
@@ -53,7 +55,7 @@ async function latencyMode() {
     const wait = due - performance.now();
     if (wait > 0) await sleep(wait);
     const n = i++;
-    pending.push(complete(targets[which], maxTokens, n).then((ms) => lat[which].push(ms), () => ++failures));
+    pending.push(complete(targets[which], maxTokens, n, which === 'gateway' ? args['gateway-key'] : undefined).then((ms) => lat[which].push(ms), () => ++failures));
   }
   await Promise.all(pending);
   const med = (k) => quantile(lat[k], 0.5), p90 = (k) => quantile(lat[k], 0.9);
