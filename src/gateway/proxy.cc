@@ -126,6 +126,17 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   std::mutex mu_;  // guards call_, client_gone_ (the server's cancel callback runs on its threads)
   std::shared_ptr<http::UpstreamCall> call_;
   bool client_gone_ = false;
+  bool cancel_requested_ = false;  // a callback cancelled before call_ was set
+
+  // Cancels the current attempt's upstream call (now, or as soon as Start returns it).
+  void CancelCall() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (call_) {
+      call_->Cancel();
+    } else {
+      cancel_requested_ = true;
+    }
+  }
 };
 
 void Exchange::Start() {
@@ -224,10 +235,17 @@ bool Exchange::Dispatch(bool retry) {
   ev.on_done = [self](const http::UpstreamOutcome& o) { self->OnDone(o); };
   // A slow client: stop reading upstream once this much waits for it.
   ev.paused = [self] { return self->writer_->queued_bytes() > kMaxQueuedForClient; };
+  {
+    // This attempt's callbacks may run before Start returns: until call_
+    // holds the new call, a cancel is recorded and applied below.
+    std::lock_guard<std::mutex> lock(mu_);
+    call_.reset();
+    cancel_requested_ = false;
+  }
   auto call = ctx_.client->Start(std::move(up), std::move(ev));
   std::lock_guard<std::mutex> lock(mu_);
   call_ = call;
-  if (client_gone_) call_->Cancel();
+  if (client_gone_ || cancel_requested_) call_->Cancel();
   return true;
 }
 
@@ -282,8 +300,7 @@ void Exchange::OnHead(const http::UpstreamResponseHead& head) {
     verdict_failure_ = true;
     if (attempts_ < 2 && !client_started_) {
       mode_ = Mode::kRetrying;  // drop this answer; OnDone retries
-      std::lock_guard<std::mutex> lock(mu_);
-      call_->Cancel();
+      CancelCall();
       return;
     }
   }
@@ -303,8 +320,7 @@ void Exchange::OnHead(const http::UpstreamResponseHead& head) {
 void Exchange::OnBody(std::string_view bytes) {
   if (mode_ == Mode::kBuffer) {
     if (body_.size() + bytes.size() > kMaxBufferedBody) {
-      std::lock_guard<std::mutex> lock(mu_);
-      call_->Cancel();
+      CancelCall();
       return;
     }
     body_.append(bytes);
@@ -318,8 +334,7 @@ void Exchange::OnBody(std::string_view bytes) {
       return writer_->SendSseRaw(ev.block);
     });
     if (!ok) {
-      std::lock_guard<std::mutex> lock(mu_);
-      call_->Cancel();  // client gone, or an oversized event (garbage)
+      CancelCall();  // client gone, or an oversized event (garbage)
     }
   }
 }

@@ -88,10 +88,9 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
   AddMetricsRoutes(router, ctx);
   AddTokenizeRoutes(router, ctx);
   if (!st.api_key.empty()) {
-    router.AddGuard("/v1/", [key = st.api_key, allow = options.control.allow_insecure_keys](const http::Request& r) {
-      if (auto refused = control::RefuseInsecureKey(r, allow)) return refused;
-      return http::RequireBearerToken(r, key);
-    });
+    // The single static key of --api-key keeps working over plain HTTP, as
+    // before; the control plane's tenant and admin keys need TLS.
+    router.AddGuard("/v1/", [key = st.api_key](const http::Request& r) { return http::RequireBearerToken(r, key); });
   }
   if (control::ControlPlane* cp = st.control.get()) {
     ctx.control = cp;
