@@ -161,17 +161,29 @@ std::variant<Caller, http::Response> ControlPlane::Authenticate(const http::Requ
   return c;
 }
 
+http::Response ControlPlane::Refused(http::Response response, const Caller& caller, std::string_view model,
+                                     std::string_view request_id) {
+  RequestOutcome o;
+  o.request_id = std::string(request_id);
+  o.model = std::string(model);
+  o.status = response.status == 429 ? tenancy::UsageStatus::kRateLimited : tenancy::UsageStatus::kUnavailable;
+  o.http_status = response.status;
+  RecordUsage(caller, o);
+  return response;
+}
+
 std::variant<Ticket, http::Response> ControlPlane::Admit(const Caller& caller, std::string_view model,
-                                                         int64_t prompt_tokens, int64_t max_tokens) {
+                                                         int64_t prompt_tokens, int64_t max_tokens,
+                                                         std::string_view request_id) {
   if (Status s = ledger_->AdmissionStatus(); !s.ok()) {
     ++counters_seen_->unavailable;
-    return ErrorOf(StoreUnavailable(s));
+    return Refused(ErrorOf(StoreUnavailable(s)), caller, model, request_id);
   }
   tenancy::AuthContext auth{caller.key, caller.tenant};
   auto rules = cache_->LimitsFor(auth, Unpinned(model));
   if (!rules.ok()) {
     ++counters_seen_->unavailable;
-    return ErrorOf(StoreUnavailable(rules.status()));
+    return Refused(ErrorOf(StoreUnavailable(rules.status())), caller, model, request_id);
   }
   Ticket t;
   t.reserved_tokens = std::max<int64_t>(prompt_tokens, 0) + (max_tokens > 0 ? max_tokens : options_.default_max_tokens);
@@ -194,13 +206,13 @@ std::variant<Ticket, http::Response> ControlPlane::Admit(const Caller& caller, s
   auto d = limiter_->Admit(req);
   if (!d.ok()) {
     ++counters_seen_->unavailable;
-    return ErrorOf(StoreUnavailable(d.status()));
+    return Refused(ErrorOf(StoreUnavailable(d.status())), caller, model, request_id);
   }
   if (!d->admitted()) {
     ++counters_seen_->rate_limited;
     http::Response r = http::Response::Json(429, d->refused->ErrorBody());
     for (const auto& h : d->headers) r.headers.Set(h.name, h.value);
-    return r;
+    return Refused(std::move(r), caller, model, request_id);
   }
   ++counters_seen_->admitted;
   t.admission = std::move(d->admission);

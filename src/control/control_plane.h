@@ -107,15 +107,13 @@ class ControlPlane {
 
   // Admits against every limit on (key, tenant) x (model, all models),
   // reserving prompt_tokens + (max_tokens, or default_max_tokens when 0).
+  // A refusal (429/503) is recorded in the ledger under `request_id`.
   std::variant<Ticket, http::Response> Admit(const Caller& caller, std::string_view model, int64_t prompt_tokens,
-                                             int64_t max_tokens);
+                                             int64_t max_tokens, std::string_view request_id);
 
   // Settles the reservation with prompt + completion tokens, records usage
   // (one ledger record, metadata only) and the SLA sample. Once per ticket.
   void Finish(Ticket& ticket, const Caller& caller, const RequestOutcome& outcome);
-  // One ledger record (metadata only) without a ticket: a request refused
-  // at admission (429/503). Finish calls it too.
-  void RecordUsage(const Caller& caller, const RequestOutcome& outcome);
 
   // Dedicated deployments are metered in replica-hours: called by every
   // gateway process as often as it likes, each (deployment, minute) is
@@ -137,6 +135,10 @@ class ControlPlane {
 
  private:
   explicit ControlPlane(const ControlPlaneOptions& options);
+  // One ledger record (metadata only): Finish, and Admit's refusals.
+  void RecordUsage(const Caller& caller, const RequestOutcome& outcome);
+  http::Response Refused(http::Response response, const Caller& caller, std::string_view model,
+                         std::string_view request_id);
   struct Counters;
 
   ControlPlaneOptions options_;

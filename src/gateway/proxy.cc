@@ -328,8 +328,9 @@ void Exchange::OnBody(std::string_view bytes) {
     // Each event goes on as the upstream framed it (event:, id:, retry:, comments).
     const bool ok = sse_.Feed(bytes, [&](const SseEvent& ev) {
       if (ev.has_data) {
-        if (auto u = ReadUsage(ev.data)) usage_ = u;  // the include_usage chunk
-        if (!meter_.OnSseData(ev.data, Clock::now())) return true;  // usage only the gateway asked for
+        const std::optional<ReportedUsage> u = ReadUsage(ev.data);
+        if (u) usage_ = u;  // the include_usage chunk
+        if (!meter_.OnSseData(ev.data, u, Clock::now())) return true;  // usage only the gateway asked for
       }
       return writer_->SendSseRaw(ev.block);
     });

@@ -21,16 +21,9 @@ std::optional<http::Response> RequestMeter::Admit(const http::Request& request, 
   auto who = control_->Authenticate(request, info.model);
   if (auto* refused = std::get_if<http::Response>(&who)) return std::move(*refused);
   caller_ = std::move(std::get<control::Caller>(who));
-  auto ticket = control_->Admit(*caller_, info.model, prompt_tokens, info.max_tokens);
+  auto ticket = control_->Admit(*caller_, info.model, prompt_tokens, info.max_tokens, request_id_);
   if (auto* refused = std::get_if<http::Response>(&ticket)) {
-    control::RequestOutcome o;
-    o.request_id = request_id_;
-    o.model = model_;
-    o.status = refused->status == 429 ? tenancy::UsageStatus::kRateLimited : tenancy::UsageStatus::kUnavailable;
-    o.http_status = refused->status;
-    o.total_seconds = std::chrono::duration<double>(Clock::now() - received_).count();
-    control_->RecordUsage(*caller_, o);
-    finished_ = true;
+    finished_ = true;  // Admit recorded the refusal
     return std::move(*refused);
   }
   ticket_ = std::move(std::get<control::Ticket>(ticket));
@@ -51,11 +44,12 @@ void RequestMeter::AddResponseHeaders(http::Headers& headers) const {
   for (const auto& h : ticket_.headers) headers.Set(h.name, h.value);
 }
 
-bool RequestMeter::OnSseData(std::string_view data, Clock::time_point now) {
+bool RequestMeter::OnSseData(std::string_view data, const std::optional<ReportedUsage>& usage,
+                             Clock::time_point now) {
   if (!active()) return true;
-  if (auto u = ReadUsage(data)) {
-    usage_ = u;
-    if (u->usage_only) return !force_usage();
+  if (usage) {
+    usage_ = usage;
+    if (usage->usage_only) return !force_usage();
   }
   if (data == "[DONE]" || data.find("\"choices\"") == std::string_view::npos) return true;
   if (content_events_ == 0) first_event_ = now;

@@ -50,9 +50,9 @@ class RequestMeter {
   // x-ratelimit-* for the client's response.
   void AddResponseHeaders(http::Headers& headers) const;
 
-  // One SSE `data` payload from the replica; false: do not relay it (the
-  // forced usage chunk).
-  bool OnSseData(std::string_view data, Clock::time_point now);
+  // One SSE `data` payload from the replica with the usage ReadUsage found
+  // in it; false: do not relay it (the forced usage chunk).
+  bool OnSseData(std::string_view data, const std::optional<ReportedUsage>& usage, Clock::time_point now);
   void OnBodyUsage(const std::optional<ReportedUsage>& usage) { if (usage) usage_ = usage; }
 
   // Meters the request once: `status` as the client saw it.

@@ -21,16 +21,8 @@ std::optional<http::Response> AdmitGeneration(ServeContext& ctx, const http::Req
   if (auto* refused = std::get_if<http::Response>(&who)) return std::move(*refused);
   auto caller = std::make_shared<control::Caller>(std::move(std::get<control::Caller>(who)));
   const std::string request_id = api::NewResponseId("req");
-  auto ticket = cp.Admit(*caller, model, prompt_tokens, max_tokens);
-  if (auto* refused = std::get_if<http::Response>(&ticket)) {
-    control::RequestOutcome o;
-    o.request_id = request_id;
-    o.model = model;
-    o.status = refused->status == 429 ? tenancy::UsageStatus::kRateLimited : tenancy::UsageStatus::kUnavailable;
-    o.http_status = refused->status;
-    cp.RecordUsage(*caller, o);
-    return std::move(*refused);
-  }
+  auto ticket = cp.Admit(*caller, model, prompt_tokens, max_tokens, request_id);
+  if (auto* refused = std::get_if<http::Response>(&ticket)) return std::move(*refused);
   auto t = std::make_shared<control::Ticket>(std::move(std::get<control::Ticket>(ticket)));
   spec.tenant.tenant = caller->tenant.id;
   spec.tenant.weight = caller->tenant.weight;

@@ -1,10 +1,11 @@
 #include "tenancy/signed_headers.h"
 
+#include "tenancy/api_key.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstring>
 
-#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
@@ -111,11 +112,6 @@ bool IsKnownPlan(std::string_view plan) {
   return plan == "serverless" || plan == "provisioned" || plan == "dedicated";
 }
 
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  return a.empty() || CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
-
 const char* VerifyOutcomeName(VerifyOutcome o) {
   switch (o) {
     case VerifyOutcome::kValid: return "valid";
@@ -210,7 +206,7 @@ VerifyResult VerifyTenantHeaders(const HeaderLookup& headers, std::string_view s
            want)) {
     return out;
   }
-  if (!ConstantTimeEquals(std::string_view(reinterpret_cast<const char*>(got), kMacBytes),
+  if (!HashesEqual(std::string_view(reinterpret_cast<const char*>(got), kMacBytes),
                           std::string_view(reinterpret_cast<const char*>(want), kMacBytes))) {
     out.outcome = VerifyOutcome::kBadSignature;
     return out;

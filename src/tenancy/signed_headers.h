@@ -119,7 +119,5 @@ struct VerifyResult {
 VerifyResult VerifyTenantHeaders(const HeaderLookup& headers, std::string_view secret,
                                  std::chrono::system_clock::time_point now, ReplayCache* replay);
 
-// Equality of two byte strings in time that depends on their lengths only.
-bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
 }  // namespace pagoda::tenancy
