@@ -35,6 +35,7 @@ struct AdminArgs {
   std::optional<std::string> name, plan, dedicated_deployment;
   std::optional<double> weight;
   std::optional<bool> share_cache, disabled;
+  std::optional<std::string> max_class, default_class;  // tenants (both), keys (max_class)
   // keys
   std::optional<std::string> tenant, key;
   std::vector<std::string> models;
@@ -44,7 +45,7 @@ struct AdminArgs {
   std::optional<int64_t> rpm, tpm, concurrent;
   std::optional<double> tokens_per_second;
   // prices
-  std::optional<double> input, cached_input, output, replica_hour;
+  std::optional<double> input, cached_input, output, replica_hour, batch_factor;
   // usage
   std::optional<std::string> group_by, from, to;
   bool csv = false;
@@ -85,6 +86,9 @@ int Tenants(AdminClient& c, const AdminArgs& a, const std::string& action) {
   Put(&body, "weight", a.weight);
   Put(&body, "share_cache_across_keys", a.share_cache);
   Put(&body, "dedicated_deployment", a.dedicated_deployment);
+  // "plan": clear the tenant's max class (its plan's applies again).
+  if (a.max_class) body["max_class"] = *a.max_class == "plan" ? json(nullptr) : json(*a.max_class);
+  Put(&body, "default_class", a.default_class);
   if (action == "create") {
     if (!a.id.empty()) body["id"] = a.id;
     return Show(c, a, "POST", "/admin/tenants", {}, body, TenantsTable);
@@ -113,6 +117,7 @@ int Keys(AdminClient& c, const AdminArgs& a, const std::string& action) {
     if (!a.models.empty()) body["models"] = a.models;
     Put(&body, "expires_at", a.expires_at);
     Put(&body, "ttl_seconds", a.ttl_seconds);
+    Put(&body, "max_class", a.max_class);
     path = "/admin/keys";
   } else {  // rotate
     Put(&body, "grace_seconds", a.grace_seconds);
@@ -222,6 +227,7 @@ int Prices(AdminClient& c, const AdminArgs& a, const std::string& action) {
   Put(&body, "cached_input_per_mtok", a.cached_input);
   Put(&body, "output_per_mtok", a.output);
   Put(&body, "replica_hour", a.replica_hour);
+  Put(&body, "batch_factor", a.batch_factor);
   return Show(c, a, "PUT", "/admin/prices", {}, body, PricesTable);
 }
 
@@ -276,6 +282,13 @@ int CmdAdmin(int argc, char** argv) {
     s->add_option("--weight", a.weight, "fair-share weight (> 0)")->check(CLI::PositiveNumber);
     s->add_option("--share-cache", a.share_cache, "share the prefix cache across the tenant's keys (true|false)");
     s->add_option("--dedicated-deployment", a.dedicated_deployment, "dedicated plan: the tenant's deployment");
+    s->add_option("--max-class", a.max_class,
+                  "most urgent workload class its keys may use: batch | interactive | realtime | plan (the plan's: "
+                  "serverless interactive, else realtime)")
+        ->check(CLI::IsMember({"batch", "interactive", "realtime", "plan"}));
+    s->add_option("--default-class", a.default_class,
+                  "class of requests that name none: batch | interactive | realtime (capped at the max)")
+        ->check(CLI::IsMember({"batch", "interactive", "realtime"}));
   };
 
   CLI::App* tenants = group("tenants", "create, list, show and update tenants");
@@ -298,6 +311,10 @@ int CmdAdmin(int argc, char** argv) {
       ->delimiter(',');
   k_create->add_option("--expires-at", a.expires_at, "expiry, unix seconds")->check(CLI::PositiveNumber);
   k_create->add_option("--ttl-seconds", a.ttl_seconds, "expiry, seconds from now")->check(CLI::PositiveNumber);
+  k_create->add_option("--max-class", a.max_class,
+                       "most urgent workload class the key may use, replacing its tenant's: batch | interactive | "
+                       "realtime")
+      ->check(CLI::IsMember({"batch", "interactive", "realtime"}));
   leaf(keys, "list", "list keys (never their secrets)")->add_option("--tenant", a.tenant, "only this tenant's");
   leaf(keys, "show", "show one key")->add_option("id", a.id, "key id")->required();
   leaf(keys, "revoke", "revoke a key now")->add_option("id", a.id, "key id")->required();
@@ -341,12 +358,16 @@ int CmdAdmin(int argc, char** argv) {
   pr_set->add_option("--output", a.output, "output tokens, per million")->required()->check(CLI::NonNegativeNumber);
   pr_set->add_option("--replica-hour", a.replica_hour, "a dedicated replica, per hour")
       ->check(CLI::NonNegativeNumber);
+  pr_set->add_option("--batch-factor", a.batch_factor,
+                     "multiplier for batch-class token prices, in (0, 1] (default 1; OpenAI's batch discount is 0.5)")
+      ->check(CLI::Range(0.0, 1.0));
   leaf(prices, "list", "list prices");
   leaf(prices, "delete", "delete a model's prices")->add_option("model", a.id, "model name")->required();
 
   CLI::App* usage = app.add_subcommand("usage", "usage and cost, aggregated");
   leaves.emplace_back(usage, "usage");
-  usage->add_option("--group-by", a.group_by, "comma-separated: tenant,key,model,day (default tenant; none)");
+  usage->add_option("--group-by", a.group_by,
+                    "comma-separated: tenant,key,model,day,service_tier (default tenant; none)");
   usage->add_option("--from", a.from, "start: unix seconds or YYYY-MM-DD (UTC)");
   usage->add_option("--to", a.to, "end: unix seconds (exclusive) or YYYY-MM-DD (inclusive)");
   usage->add_option("--tenant", a.tenant, "only this tenant");

@@ -82,6 +82,10 @@ int CmdServe(int argc, char** argv) {
   app.add_option("--max-batch-tokens", eo.max_batch_tokens, "token budget of one engine step")->check(CLI::PositiveNumber);
   app.add_option("--max-running", eo.max_running, "sequences decoded together")->check(CLI::PositiveNumber);
   app.add_option("--max-waiting", eo.max_waiting, "queued sequences before 429")->check(CLI::PositiveNumber);
+  app.add_option("--realtime-reserve", eo.realtime_reserve,
+                 "sequence slots (and that share of the KV cache) kept free for realtime-class requests; "
+                 "default 0")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-prefix-cache", no_prefix_cache, "disable prefix caching");
   std::string kv_integrity = kv::IntegrityModeName(eo.kv_integrity);
   app.add_option("--kv-integrity", kv_integrity,
@@ -123,6 +127,15 @@ int CmdServe(int argc, char** argv) {
   app.add_option("--key-pepper-env", key_pepper_env, "with --db: environment variable holding the key-hash pepper");
   app.add_flag("--allow-insecure-keys", allow_insecure_keys,
                "accept API and admin keys over plain HTTP (loopback use, or TLS ended in front)");
+  std::string data_dir;
+  int batch_in_flight = 64;
+  int64_t max_file_mib = 100;
+  app.add_option("--data-dir", data_dir,
+                 "turn on the Files and Batch APIs: uploads and batch outputs live in this directory "
+                 "(batch state in --db, else DIR/batch.db); docs/BATCH.md");
+  app.add_option("--batch-in-flight", batch_in_flight, "with --data-dir: batch lines running at once")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--max-file-mib", max_file_mib, "with --data-dir: largest upload, MiB")->check(CLI::Range(1, 4096));
   std::string decode_weights;
   AddDecodeWeightsOption(app, &decode_weights);
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
@@ -228,6 +241,9 @@ int CmdServe(int argc, char** argv) {
   so.tenant_secret = std::move(tenant_secret);
   so.control = std::move(control_options);
   so.admin_key = std::move(admin_key);
+  so.batch_data_dir = data_dir;
+  so.batch.lines_in_flight = batch_in_flight;
+  so.batch.max_file_bytes = max_file_mib << 20;
   // Outlives the server (and its engine, which publishes into it).
   std::unique_ptr<kvevents::Publisher> publisher;
   if (!kv_events.endpoint.empty()) {

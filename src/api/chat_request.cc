@@ -142,7 +142,7 @@ MaybeError ReadUnsupportedChatField(std::string_view key, const json& v, bool* h
   if (v.is_null()) {
     static constexpr std::string_view kKnown[] = {
         "functions", "function_call", "audio",
-        "modalities", "prediction", "web_search_options", "reasoning_effort", "verbosity", "service_tier",
+        "modalities", "prediction", "web_search_options", "reasoning_effort", "verbosity",
         "store", "metadata", "prompt_cache_key"};
     for (auto n : kKnown) {
       if (n == key) return std::nullopt;
@@ -161,10 +161,6 @@ MaybeError ReadUnsupportedChatField(std::string_view key, const json& v, bool* h
   if (key == "modalities") {
     if (v.is_array() && v.size() == 1 && v[0] == "text") return std::nullopt;
     return UnsupportedValue(k, "only [\"text\"] is supported.");
-  }
-  if (key == "service_tier") {
-    if (v.is_string() && (v == "auto" || v == "default")) return std::nullopt;
-    return UnsupportedValue(k, "only 'auto' and 'default' are supported.");
   }
   if (key == "store") {
     bool b = false;

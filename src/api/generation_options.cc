@@ -103,7 +103,8 @@ FieldOutcome ReadGenerationField(std::string_view key, const json& v, const Requ
     static constexpr std::string_view kNullable[] = {
         "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
         "frequency_penalty", "repetition_penalty", "n", "stop", "seed", "logit_bias", "stream",
-        "stream_options", "user", "safety_identifier", "response_format", "grammar", "regex", "ignore_eos"};
+        "stream_options", "user", "safety_identifier", "response_format", "grammar", "regex", "ignore_eos",
+        "service_tier"};
     for (auto k : kNullable) {
       if (k == key) return FieldOutcome::kHandled;
     }
@@ -153,6 +154,17 @@ FieldOutcome ReadGenerationField(std::string_view key, const json& v, const Requ
   if (key == "ignore_eos") return done(ReadBool(v, key, &o->ignore_eos));
   if (key == "stream_options") return done(ReadStreamOptions(v, o));
   if (key == "user" || key == "safety_identifier") return done(ReadString(v, key, &o->user));
+  if (key == "service_tier") {
+    std::string tier;
+    if (auto e = ReadString(v, key, &tier)) return done(std::move(e));
+    if (tier == "auto") return FieldOutcome::kHandled;
+    o->service_tier = ParseWorkloadClass(tier);
+    if (!o->service_tier) {
+      return done(InvalidValue(key, "service_tier must be one of 'auto', 'default', 'flex', 'priority', 'interactive', "
+                                    "'batch', 'realtime'."));
+    }
+    return FieldOutcome::kHandled;
+  }
   if (key == "response_format") return done(ReadResponseFormat(v, &o->structured.response_format));
   if (key == "grammar") return done(ReadConstraintText(v, key, &o->structured.grammar));
   if (key == "regex") return done(ReadConstraintText(v, key, &o->structured.regex));

@@ -16,6 +16,7 @@
 
 #include "api/api_error.h"
 #include "api/structured_output.h"
+#include "base/workload_class.h"
 
 namespace pagoda::api {
 
@@ -53,6 +54,11 @@ struct GenerationOptions {
   bool ignore_eos = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string user;            // opaque end-user id (also from safety_identifier)
+  // OpenAI's service_tier, as a workload class (base/workload_class.h):
+  // "flex" / "batch", "default" / "interactive", "priority" / "realtime";
+  // absent or "auto": the key's default. The control plane clamps it to
+  // what the caller's key allows.
+  std::optional<WorkloadClass> service_tier;
   StructuredOutput structured;  // response_format / grammar / regex
 };
 

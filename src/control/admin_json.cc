@@ -9,6 +9,11 @@ json TimeJson(int64_t ms) {
   return ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
 }
 
+json ClassJson(const std::optional<WorkloadClass>& c) {
+  if (!c) return nullptr;
+  return WorkloadClassName(*c);
+}
+
 json TenantJson(const tenancy::Tenant& t) {
   return {{"object", "tenant"},
           {"id", t.id},
@@ -18,6 +23,8 @@ json TenantJson(const tenancy::Tenant& t) {
           {"share_cache_across_keys", t.share_cache_across_keys},
           {"dedicated_deployment", t.dedicated_deployment.empty() ? json(nullptr) : json(t.dedicated_deployment)},
           {"disabled", t.disabled},
+          {"max_class", ClassJson(t.max_class)},
+          {"default_class", WorkloadClassName(t.default_class)},
           {"created_at", TimeJson(t.created_at)}};
 }
 
@@ -31,6 +38,7 @@ json KeyJson(const tenancy::ApiKey& k, int64_t now_ms) {
           {"created_at", TimeJson(k.created_at)},
           {"expires_at", TimeJson(k.expires_at)},
           {"revoked_at", TimeJson(k.revoked_at)},
+          {"max_class", ClassJson(k.max_class)},
           {"status", status}};
 }
 
@@ -57,7 +65,8 @@ json PriceJson(const tenancy::Price& p) {
           {"input_per_mtok", p.input_per_mtok},
           {"cached_input_per_mtok", p.cached_input_per_mtok},
           {"output_per_mtok", p.output_per_mtok},
-          {"replica_hour", p.replica_hour}};
+          {"replica_hour", p.replica_hour},
+          {"batch_factor", p.batch_factor}};
 }
 
 json ListJson(json items) {

@@ -197,6 +197,35 @@ MaybeError ReadPlan(const json& body, tenancy::PlanKind* plan) {
   return std::nullopt;
 }
 
+// A workload class by our name: "batch" | "interactive" | "realtime".
+MaybeError ReadClass(const json& body, std::string_view field, WorkloadClass* out, bool* present = nullptr) {
+  std::string name;
+  bool has = false;
+  if (auto e = ReadString(body, field, &name, &has, 64)) return e;
+  if (present) *present = has;
+  if (!has) return std::nullopt;
+  auto c = tenancy::ParseStoredClass(name);
+  if (!c.ok()) {
+    return api::InvalidValue(field, "Invalid '" + std::string(field) + "': expected batch, interactive or realtime.");
+  }
+  *out = *c;
+  return std::nullopt;
+}
+
+// A max class: a name, or JSON null to clear it (back to the plan's for a
+// tenant, the tenant's for a key). Absent leaves `out` unchanged.
+MaybeError ReadMaxClass(const json& body, std::optional<WorkloadClass>* out) {
+  if (const auto it = body.find("max_class"); it != body.end() && it->is_null()) {
+    out->reset();
+    return std::nullopt;
+  }
+  WorkloadClass c{};
+  bool present = false;
+  if (auto e = ReadClass(body, "max_class", &c, &present)) return e;
+  if (present) *out = c;
+  return std::nullopt;
+}
+
 // Fields shared by create and update; `t` holds the current values.
 MaybeError ReadTenantFields(const json& body, tenancy::Tenant* t) {
   if (auto e = ReadString(body, "name", &t->name)) return e;
@@ -204,6 +233,8 @@ MaybeError ReadTenantFields(const json& body, tenancy::Tenant* t) {
   if (auto e = ReadNumber(body, "weight", 0, 1e6, /*min_exclusive=*/true, &t->weight)) return e;
   if (auto e = ReadBool(body, "share_cache_across_keys", &t->share_cache_across_keys)) return e;
   if (auto e = ReadString(body, "dedicated_deployment", &t->dedicated_deployment)) return e;
+  if (auto e = ReadMaxClass(body, &t->max_class)) return e;
+  if (auto e = ReadClass(body, "default_class", &t->default_class)) return e;
   if (t->plan == tenancy::PlanKind::kDedicated && t->dedicated_deployment.empty()) {
     return api::InvalidValue("dedicated_deployment",
                              "A dedicated tenant needs 'dedicated_deployment' (the deployment it is routed to).");
@@ -216,7 +247,8 @@ Response CreateTenant(AdminContext& ctx, const Request& req) {
   if (!body.ok()) return Reply(body.error());
   const json& b = body.value();
   ADMIN_RETURN_IF_ERROR(
-      CheckFields(b, {"id", "name", "plan", "weight", "share_cache_across_keys", "dedicated_deployment"}));
+      CheckFields(b, {"id", "name", "plan", "weight", "share_cache_across_keys", "dedicated_deployment", "max_class",
+                      "default_class"}));
   tenancy::Tenant t;
   bool has_id = false, has_name = false;
   ADMIN_RETURN_IF_ERROR(ReadString(b, "id", &t.id, &has_id, 64));
@@ -264,7 +296,8 @@ Response OneTenant(AdminContext& ctx, const Request& req) {
   auto body = Body(req);
   if (!body.ok()) return Reply(body.error());
   ADMIN_RETURN_IF_ERROR(CheckFields(
-      body.value(), {"name", "plan", "weight", "share_cache_across_keys", "dedicated_deployment", "disabled"}));
+      body.value(), {"name", "plan", "weight", "share_cache_across_keys", "dedicated_deployment", "disabled",
+                     "max_class", "default_class"}));
   tenancy::Tenant updated = *t;
   ADMIN_RETURN_IF_ERROR(ReadTenantFields(body.value(), &updated));
   ADMIN_RETURN_IF_ERROR(ReadBool(body.value(), "disabled", &updated.disabled));
@@ -280,7 +313,7 @@ Response CreateKey(AdminContext& ctx, const Request& req) {
   auto body = Body(req);
   if (!body.ok()) return Reply(body.error());
   const json& b = body.value();
-  ADMIN_RETURN_IF_ERROR(CheckFields(b, {"tenant", "name", "models", "expires_at", "ttl_seconds"}));
+  ADMIN_RETURN_IF_ERROR(CheckFields(b, {"tenant", "name", "models", "expires_at", "ttl_seconds", "max_class"}));
   tenancy::KeyRequest k;
   bool has_tenant = false, has_expiry = false, has_ttl = false;
   int64_t expires_s = 0, ttl_s = 0;
@@ -290,6 +323,7 @@ Response CreateKey(AdminContext& ctx, const Request& req) {
   ADMIN_RETURN_IF_ERROR(ReadStringList(b, "models", &k.models));
   ADMIN_RETURN_IF_ERROR(ReadInt(b, "expires_at", 1, kMaxUnixSeconds, &expires_s, &has_expiry));
   ADMIN_RETURN_IF_ERROR(ReadInt(b, "ttl_seconds", 1, 100LL * 365 * 86400, &ttl_s, &has_ttl));
+  ADMIN_RETURN_IF_ERROR(ReadMaxClass(b, &k.max_class));
   const int64_t now = ctx.Now();
   if (has_expiry && has_ttl) {
     return Reply(api::InvalidValue("ttl_seconds", "Give 'expires_at' or 'ttl_seconds', not both."));
@@ -543,7 +577,8 @@ Response PutPrice(AdminContext& ctx, const Request& req) {
   if (!body.ok()) return Reply(body.error());
   const json& b = body.value();
   ADMIN_RETURN_IF_ERROR(
-      CheckFields(b, {"model", "input_per_mtok", "cached_input_per_mtok", "output_per_mtok", "replica_hour"}));
+      CheckFields(b, {"model", "input_per_mtok", "cached_input_per_mtok", "output_per_mtok", "replica_hour",
+                      "batch_factor"}));
   tenancy::Price p;
   bool has_model = false, has_in = false, has_cached = false, has_out = false;
   constexpr double kMaxPrice = 1e9;
@@ -556,6 +591,8 @@ Response PutPrice(AdminContext& ctx, const Request& req) {
   ADMIN_RETURN_IF_ERROR(ReadNumber(b, "output_per_mtok", 0, kMaxPrice, false, &p.output_per_mtok, &has_out));
   ADMIN_RETURN_IF_ERROR(Require(has_out, "output_per_mtok"));
   ADMIN_RETURN_IF_ERROR(ReadNumber(b, "replica_hour", 0, kMaxPrice, false, &p.replica_hour));
+  // (0, 1]; absent = 1 (no batch discount), like every field of a PUT.
+  ADMIN_RETURN_IF_ERROR(ReadNumber(b, "batch_factor", 0, 1, /*min_exclusive=*/true, &p.batch_factor));
   if (!has_cached) p.cached_input_per_mtok = p.input_per_mtok;  // no cache discount unless priced
   if (Status st = ctx.store.SetPrice(p); !st.ok()) return StoreError("SetPrice", st);
   return Reply(200, PriceJson(p));
@@ -590,7 +627,7 @@ Response DeletePrice(AdminContext& ctx, const Request& req) {
 // ---- usage ----
 
 MaybeError ReadGroupBy(const std::string& list, tenancy::UsageQuery* q) {
-  q->by_tenant = q->by_key = q->by_model = q->by_day = false;
+  q->by_tenant = q->by_key = q->by_model = q->by_day = q->by_tier = false;
   if (list == "none") return std::nullopt;
   std::string_view rest = list;
   while (!rest.empty()) {
@@ -605,9 +642,11 @@ MaybeError ReadGroupBy(const std::string& list, tenancy::UsageQuery* q) {
       q->by_model = true;
     } else if (item == "day") {
       q->by_day = true;
+    } else if (item == "service_tier") {
+      q->by_tier = true;
     } else {
-      return api::InvalidValue("group_by",
-                               "Invalid 'group_by': a comma-separated list of tenant, key, model and day (or none).");
+      return api::InvalidValue(
+          "group_by", "Invalid 'group_by': a comma-separated list of tenant, key, model, day and service_tier (or none).");
     }
   }
   return std::nullopt;
@@ -664,6 +703,7 @@ Response Usage(AdminContext& ctx, const Request& req) {
   if (uq.by_key) group_by.push_back("key");
   if (uq.by_model) group_by.push_back("model");
   if (uq.by_day) group_by.push_back("day");
+  if (uq.by_tier) group_by.push_back("service_tier");
   j["object"] = "usage_report";
   j["group_by"] = std::move(group_by);
   j["from"] = TimeJson(uq.from_ms);

@@ -13,6 +13,7 @@
 //   PUT    /admin/reservations            GET /admin/reservations          DELETE /admin/reservations?tenant=&model=
 //   PUT    /admin/prices                  GET /admin/prices                DELETE /admin/prices?model=
 //   GET    /admin/usage?group_by=&from=&to=&tenant=&key=&model=&format=json|csv
+//          (group_by: any of tenant,key,model,day,service_tier, or none)
 //   GET    /admin/sla                     (when options.sla is given)
 //
 // Authentication is the caller's: install the admin-key guard on "/admin/"

@@ -1,11 +1,13 @@
 #include "control/control_plane.h"
 
+#include <algorithm>
 #include <atomic>
 #include <sstream>
 
 #include "api/api_error.h"
 #include "base/log.h"
 #include "http/auth.h"
+#include "tenancy/api_key.h"
 #include "tenancy/counter_store.h"
 
 namespace pagoda::control {
@@ -51,7 +53,12 @@ struct ControlPlane::Counters {
       unavailable{0};
 };
 
-tenancy::TenantContext Caller::Context() const {
+WorkloadClass ResolveClass(const Caller& caller, std::optional<WorkloadClass> requested) {
+  if (!requested) return std::min(caller.default_class, caller.max_class);
+  return std::min(*requested, caller.max_class);
+}
+
+tenancy::TenantContext Caller::Context(WorkloadClass workload_class) const {
   tenancy::TenantContext c;
   c.tenant = tenant.id;
   c.key_id = key.id;
@@ -59,6 +66,7 @@ tenancy::TenantContext Caller::Context() const {
   c.weight = tenant.weight;
   c.priority = priority;
   c.cache_scope = cache_scope;
+  c.workload_class = std::min(workload_class, max_class);
   return c;
 }
 
@@ -108,6 +116,8 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Open(const ControlPlaneOptio
   cp->cache_ = std::make_unique<tenancy::TenantCache>(*cp->store_, tco);
   cp->limiter_ = std::make_unique<tenancy::RateLimiter>(cp->counters_.get());
   cp->ledger_ = std::make_unique<tenancy::UsageLedger>(*cp->store_);
+  // Never logged, persisted or shown (InternalToken).
+  PAGODA_ASSIGN_OR_RETURN(cp->internal_token_, tenancy::RandomId("", 32));
   // Provisioned reservations show against throughput in the SLA figures.
   if (auto rs = cp->store_->ListReservations(); rs.ok()) {
     for (const auto& r : *rs) cp->sla_.SetReservation(r.tenant_id, r.model, r.tokens_per_second);
@@ -125,30 +135,61 @@ std::variant<Caller, http::Response> ControlPlane::Authenticate(const http::Requ
                          "(Authorization: Bearer YOUR_KEY).",
                          "missing_api_key", "invalid_request_error"));
   }
+  // The internal principal: compared in constant time, before the TLS rule
+  // (the token never crosses the network).
+  if (auto bearer = tenancy::ParseBearer(*credential);
+      bearer.ok() && tenancy::HashesEqual(*bearer, internal_token_)) {
+    return AuthenticateInternal(request, model);
+  }
   if (auto refused = RefuseInsecureKey(request, options_.allow_insecure_keys)) {
     ++counters_seen_->forbidden;
     return std::move(*refused);
   }
   auto auth = cache_->Authenticate(*credential, NowMs());
-  if (!auth.ok()) {
-    const StatusCode c = auth.status().code();
-    if (c == StatusCode::kInvalidArgument || c == StatusCode::kNotFound) {
-      ++counters_seen_->unauthenticated;
-      return ErrorOf(api::InvalidApiKey());
-    }
-    ++counters_seen_->unavailable;
-    return ErrorOf(StoreUnavailable(auth.status()));
+  if (!auth.ok()) return AuthFailure(auth.status());
+  return Authorized(std::move(*auth), model);
+}
+
+http::Response ControlPlane::AuthFailure(const Status& st) {
+  const StatusCode c = st.code();
+  if (c == StatusCode::kInvalidArgument || c == StatusCode::kNotFound) {
+    ++counters_seen_->unauthenticated;
+    return ErrorOf(api::InvalidApiKey());
   }
-  if (!model.empty() && !auth->key.AllowsModel(model) && !auth->key.AllowsModel(Unpinned(model))) {
+  ++counters_seen_->unavailable;
+  return ErrorOf(StoreUnavailable(st));
+}
+
+std::variant<Caller, http::Response> ControlPlane::AuthenticateInternal(const http::Request& request,
+                                                                        std::string_view model) {
+  const std::string* key_id = request.headers.Find(kOnBehalfOfHeader);
+  if (key_id == nullptr || key_id->empty()) {
+    ++counters_seen_->unauthenticated;
+    return ErrorOf(Error(401, std::string("An internal request must name its key in ") + kOnBehalfOfHeader + ".",
+                         "invalid_api_key", "invalid_request_error"));
+  }
+  auto auth = cache_->AuthenticateKeyId(*key_id, NowMs());
+  if (!auth.ok()) return AuthFailure(auth.status());
+  auto who = Authorized(std::move(*auth), model);
+  if (auto* c = std::get_if<Caller>(&who)) c->metered_by_caller = true;
+  return who;
+}
+
+std::variant<Caller, http::Response> ControlPlane::Authorized(tenancy::AuthContext auth, std::string_view model) {
+  if (!model.empty() && !auth.key.AllowsModel(model) && !auth.key.AllowsModel(Unpinned(model))) {
     ++counters_seen_->forbidden;
     return ErrorOf(Error(403, "This API key is not allowed to use the model '" + std::string(Unpinned(model)) + "'.",
                          "model_not_allowed", "invalid_request_error"));
   }
   ++counters_seen_->authenticated;
   Caller c;
-  c.tenant = std::move(auth->tenant);
-  c.key = std::move(auth->key);
+  c.tenant = std::move(auth.tenant);
+  c.key = std::move(auth.key);
   c.cache_scope = c.tenant.share_cache_across_keys ? "t:" + c.tenant.id : "t:" + c.tenant.id + "/k:" + c.key.id;
+  // Classes: the key's max, else the tenant's, else the plan's; the
+  // tenant's default, never above that max.
+  c.max_class = c.key.max_class.value_or(c.tenant.max_class.value_or(tenancy::PlanMaxClass(c.tenant.plan)));
+  c.default_class = std::min(c.tenant.default_class, c.max_class);
   // Provisioned: ahead of shared traffic up to the reservation on this
   // model; past it the tenant competes like everyone else.
   if (c.tenant.plan == tenancy::PlanKind::kProvisioned) {
@@ -161,6 +202,10 @@ std::variant<Caller, http::Response> ControlPlane::Authenticate(const http::Requ
   return c;
 }
 
+WorkloadClass ControlPlane::ResolveClass(const Caller& caller, std::optional<WorkloadClass> requested) const {
+  return control::ResolveClass(caller, requested);
+}
+
 http::Response ControlPlane::Refused(http::Response response, const Caller& caller, std::string_view model,
                                      std::string_view request_id) {
   RequestOutcome o;
@@ -168,7 +213,7 @@ http::Response ControlPlane::Refused(http::Response response, const Caller& call
   o.model = std::string(model);
   o.status = response.status == 429 ? tenancy::UsageStatus::kRateLimited : tenancy::UsageStatus::kUnavailable;
   o.http_status = response.status;
-  RecordUsage(caller, o);
+  if (!caller.metered_by_caller) RecordUsage(caller, o);  // the batch service records its own lines
   return response;
 }
 
@@ -225,7 +270,7 @@ void ControlPlane::Finish(Ticket& ticket, const Caller& caller, const RequestOut
     Status s = ticket.admission->Settle(o.prompt_tokens + o.completion_tokens);
     if (!s.ok()) PAGODA_LOG(Warning) << "control plane: settlement queued until the counters return: " << s.message();
   }
-  RecordUsage(caller, o);
+  if (!caller.metered_by_caller) RecordUsage(caller, o);  // the batch service records its own lines
   RequestTiming timing;
   timing.tenant = caller.tenant.id;
   timing.model = std::string(Unpinned(o.model));
@@ -254,6 +299,7 @@ void ControlPlane::RecordUsage(const Caller& caller, const RequestOutcome& o) {
   r.status = o.status;
   r.http_status = o.http_status;
   r.started_at_ms = NowMs() - r.total_ms;
+  r.service_tier = o.service_tier;
   PAGODA_LOG(Debug) << tenancy::MetadataLogLine(r);
   ledger_->Record(std::move(r));
 }
@@ -280,9 +326,10 @@ void ControlPlane::MeterReplicaMinute(const std::string& tenant, const std::stri
   }
 }
 
-tenancy::HeaderList ControlPlane::SignedHeaders(const Caller& caller, std::string_view request_id) const {
+tenancy::HeaderList ControlPlane::SignedHeaders(const Caller& caller, std::string_view request_id,
+                                                WorkloadClass workload_class) const {
   if (options_.signing_secret.empty()) return {};
-  auto h = tenancy::SignTenantHeaders(caller.Context(), request_id, options_.signing_secret,
+  auto h = tenancy::SignTenantHeaders(caller.Context(workload_class), request_id, options_.signing_secret,
                                       std::chrono::system_clock::now());
   if (!h.ok()) {
     PAGODA_LOG(Warning) << "control plane: tenant headers not signed: " << h.status().message();

@@ -29,6 +29,11 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
       !std::isfinite(options.fair_share.prompt_token_cost) || !std::isfinite(options.fair_share.output_token_cost)) {
     return InvalidArgument("engine options: fair-share token costs must be finite and non-negative");
   }
+  if (options.realtime_reserve < 0 || options.realtime_reserve >= options.max_running) {
+    return InvalidArgument("engine options: realtime_reserve must be in [0, max_running), got " +
+                           std::to_string(options.realtime_reserve) + " with max_running " +
+                           std::to_string(options.max_running));
+  }
   if (options.kv_event_sink && !options.prefix_caching) {
     return InvalidArgument("KV events report the prefix cache, which is disabled");
   }
@@ -62,7 +67,8 @@ Engine::Engine(Model& model, const EngineOptions& options, std::unique_ptr<Paged
       options_(options),
       kv_(std::move(kv)),
       scheduler_(*kv_, std::move(policy),
-                 SchedulerOptions{options.max_batch_tokens, model.decode_weights_info().type.has_value()}) {
+                 SchedulerOptions{options.max_batch_tokens, model.decode_weights_info().type.has_value(),
+                                  options.realtime_reserve}) {
   logits_.resize(static_cast<size_t>(options_.max_running) * static_cast<size_t>(model_.n_vocab()));
   work_.resize(static_cast<size_t>(model_.n_vocab()));
   // Known before the first step: /metrics reports it from the start.
@@ -400,6 +406,11 @@ void Engine::Finish(Sequence* s, EngineEvent ev) {
 
 void Engine::Publish() {
   stats_.requests_running = static_cast<int64_t>(scheduler_.running().size());
+  stats_.preemptions_class_total = scheduler_.preemptions_class();
+  stats_.requests_running_by_class.fill(0);
+  stats_.requests_waiting_by_class.fill(0);
+  for (const auto& s : scheduler_.running()) ++stats_.requests_running_by_class[static_cast<size_t>(ClassOf(*s))];
+  for (const auto& s : scheduler_.waiting()) ++stats_.requests_waiting_by_class[static_cast<size_t>(ClassOf(*s))];
   stats_.kv_usage = kv_->usage();
   stats_.kv_capacity_tokens = static_cast<int64_t>(kv_->pool().n_blocks()) * kv_->block_size();
   stats_.prefix_cache_queries = kv_->prefix_cache().stats().tokens_queried;
@@ -407,6 +418,7 @@ void Engine::Publish() {
   std::lock_guard lock(mu_);
   n_waiting_ = static_cast<int64_t>(inbox_.size() + scheduler_.waiting().size());
   published_ = stats_;
+  for (const auto& s : inbox_) ++published_.requests_waiting_by_class[static_cast<size_t>(ClassOf(*s))];
 }
 
 void Engine::FlushKvEvents() {

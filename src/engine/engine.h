@@ -54,6 +54,11 @@ struct EngineOptions {
   int32_t max_n = 16;              // largest EngineRequest::n accepted
   SchedulingMode scheduling = SchedulingMode::kFcfs;
   FairShareOptions fair_share;     // with kFair
+  // Sequence slots (--realtime-reserve), and that share of the KV pool's
+  // blocks (rounded up), kept free for realtime-class requests: a batch or
+  // interactive sequence is admitted only if as many stay free after it.
+  // In [0, max_running).
+  int32_t realtime_reserve = 0;
   // KV pool budget; 0: enough for max_running sequences of n_ctx positions.
   int64_t kv_memory_bytes = 0;
   int32_t block_size = 16;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/workload_class.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampling_params.h"
 
@@ -59,11 +60,15 @@ struct EngineRequest {
   bool prompt_logprobs = false;
   std::string cache_salt;          // isolates prefix-cache entries (per tenant)
   std::optional<std::chrono::steady_clock::time_point> deadline;  // finish with an error past it
-  // For scheduling policies (docs/SCHEDULING.md). The fair-share policy
-  // admits higher priorities first and shares each priority between tenants
-  // in proportion to their weights; FCFS only uses priority to pick a
-  // preemption victim. Set from the gateway's signed tenant headers.
-  int32_t priority = 0;            // higher is more important (provisioned > serverless)
+  // For scheduling policies (docs/SCHEDULING.md). The workload class ranks
+  // above everything else: a higher class is admitted first, pauses lower
+  // ones while its prompt is computed, and preempts them when it needs their
+  // slots or blocks. Within a class, the fair-share policy admits higher
+  // priorities first and shares each priority between tenants in proportion
+  // to their weights; FCFS only uses priority to pick a preemption victim.
+  // Set from the gateway's signed tenant headers.
+  WorkloadClass workload_class = WorkloadClass::kInteractive;
+  int32_t priority = 0;            // within a class: higher is more important (provisioned > serverless)
   std::string tenant;              // "" is the anonymous tenant
   double weight = 1;               // fair-share weight, finite and > 0
   std::optional<GrammarConstraint> constraint;  // structured output (per sequence state)

@@ -6,9 +6,12 @@
 // step; Engine::stats() returns that snapshot on any thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "base/workload_class.h"
 
 namespace pagoda {
 
@@ -37,6 +40,11 @@ struct EngineStats {
   int64_t requests_waiting = 0;  // sequences submitted or preempted, not yet admitted
   double kv_usage = 0;           // blocks held by live sequences / all blocks (0-1)
   int64_t kv_capacity_tokens = 0;  // positions the KV block pool holds (blocks x block size)
+  // The two above by EngineRequest::workload_class, indexed by its value
+  // (waiting: as of the last step; requests_waiting also counts those
+  // submitted since).
+  std::array<int64_t, kWorkloadClassCount> requests_running_by_class{};
+  std::array<int64_t, kWorkloadClassCount> requests_waiting_by_class{};
   // Counters.
   int64_t prefix_cache_queries = 0;  // prompt tokens looked up (tokens)
   int64_t prefix_cache_hits = 0;     // of those, served from cached blocks
@@ -46,7 +54,8 @@ struct EngineStats {
   int64_t requests_cancelled_total = 0;
   int64_t requests_failed_total = 0;    // finished with an error (deadline, ...)
   int64_t requests_rejected_total = 0;  // Submit refused: queue full
-  int64_t preemptions_total = 0;
+  int64_t preemptions_total = 0;        // preempted for KV cache space (the pool ran out mid-step)
+  int64_t preemptions_class_total = 0;  // preempted to make room for a higher workload class
   int64_t kv_integrity_failures_total = 0;  // sequences stopped by the KV page integrity check
   // Tokens per engine step (vLLM's iteration_tokens_total histogram): its
   // count is the number of steps, its sum every batched token.

@@ -18,6 +18,7 @@ int32_t FairSharePolicy::SlotOf(Sequence& s) {
 
 bool FairSharePolicy::AdmitBefore(const Sequence& a, const Sequence& b) const {
   // Each tenant's own order; NextCandidate interleaves the tenants.
+  if (ClassOf(a) != ClassOf(b)) return ClassOf(a) > ClassOf(b);
   if (a.request().priority != b.request().priority) return a.request().priority > b.request().priority;
   return a.arrival < b.arrival;
 }
@@ -32,6 +33,10 @@ size_t FairSharePolicy::PickVictim(std::span<const Sequence* const> running) con
   for (size_t i = 1; i < running.size(); ++i) {
     const Sequence& s = *running[i];
     const Sequence& best = *running[v];
+    if (ClassOf(s) != ClassOf(best)) {
+      if (ClassOf(s) < ClassOf(best)) v = i;
+      continue;
+    }
     const int32_t ps = s.request().priority;
     const int32_t pb = best.request().priority;
     if (ps != pb) {
@@ -60,8 +65,8 @@ void FairSharePolicy::BeginAdmission(std::span<Sequence* const> waiting) {
 }
 
 size_t FairSharePolicy::NextCandidate() {
-  // The tenants' heads: highest priority, then smallest counter, then fewest
-  // running, then earliest arrival.
+  // The tenants' heads: highest class, then highest priority, then smallest
+  // counter, then fewest running, then earliest arrival.
   size_t best = kNone;
   const Tenant* bt = nullptr;
   for (int32_t ti : active_) {
@@ -71,7 +76,9 @@ size_t FairSharePolicy::NextCandidate() {
     if (best != kNone) {
       const Sequence& s = *waiting_[i];
       const Sequence& b = *waiting_[best];
-      if (s.request().priority != b.request().priority) {
+      if (ClassOf(s) != ClassOf(b)) {
+        if (ClassOf(s) < ClassOf(b)) continue;
+      } else if (s.request().priority != b.request().priority) {
         if (s.request().priority < b.request().priority) continue;
       } else if (t.counter != bt->counter) {
         if (t.counter > bt->counter) continue;

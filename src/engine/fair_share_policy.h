@@ -1,27 +1,30 @@
 // FairSharePolicy: Virtual Token Counter fair share between tenants
 // (Sheng et al., "Fairness in Serving Large Language Models", OSDI 2024),
-// weighted, inside strict priority bands. docs/SCHEDULING.md.
+// weighted, inside strict priority bands, inside strict workload classes.
+// docs/SCHEDULING.md.
 //
 // - One counter per tenant (EngineRequest::tenant; "" is the anonymous
 //   tenant). A tenant is backlogged while it has waiting sequences.
 // - When a tenant becomes backlogged its counter is lifted to the smallest
 //   counter of the other backlogged tenants (or, with none, to the counter of
 //   the tenant that last stopped being backlogged): idle time is not banked.
-// - Admission: the highest priority first (provisioned before serverless);
-//   within a priority, the head of the tenant with the smallest counter (on
-//   a tie, the tenant running fewer sequences: a tenant just lifted to a
-//   flooding one's counter goes first, then the earliest head); within a
-//   tenant, by arrival. Each admission adds prompt_token_cost x the
-//   prompt tokens it must compute (not those adopted from the prefix cache;
-//   nothing again after a preemption) / the request's weight; each sampled
-//   token adds output_token_cost / weight.
+// - Admission: the highest workload class first, then the highest priority
+//   (provisioned before serverless); within a class and priority, the head
+//   of the tenant with the smallest counter (on a tie, the tenant running
+//   fewer sequences: a tenant just lifted to a flooding one's counter goes
+//   first, then the earliest head); within a tenant, by class, priority,
+//   then arrival. Each admission adds prompt_token_cost x the prompt tokens
+//   it must compute (not those adopted from the prefix cache; nothing again
+//   after a preemption) / the request's weight; each sampled token adds
+//   output_token_cost / weight.
 // - Prompts being computed share the budget a step has after its decodes
 //   in the same order: higher priority, then smaller counter (admission
 //   order among equals), so a flooding tenant's long prompts do not hold
-//   back another's.
-// - Preemption victim: the lowest priority, then the tenant with the largest
-//   counter, then the latest arrival.
-// With one tenant and one priority this is exactly FCFS.
+//   back another's. (They are all of one class: the scheduler pauses lower
+//   classes while a higher class has prompt work.)
+// - Preemption victim: the lowest class, then the lowest priority, then the
+//   tenant with the largest counter, then the latest arrival.
+// With one tenant, one class and one priority this is exactly FCFS.
 //
 // Cost: O(waiting) per admission round to group the waiting list by tenant,
 // O(backlogged tenants) per admitted sequence, O(1) per sampled token (the

@@ -22,7 +22,10 @@ int32_t ChunkTokens(const Sequence& s, int32_t budget) {
 Scheduler::Scheduler(PagedKvCache& kv, std::unique_ptr<SchedulerPolicy> policy, const SchedulerOptions& options)
     : kv_(kv), policy_(policy ? std::move(policy) : std::make_unique<FcfsPolicy>()), options_(options) {
   PAGODA_CHECK(options_.max_batch_tokens >= 1);
+  PAGODA_CHECK(options_.realtime_reserve >= 0 && options_.realtime_reserve < kv_.n_seq_max());
   for (int32_t s = kv_.n_seq_max() - 1; s >= 0; --s) free_slots_.push_back(s);
+  const int64_t reserved = int64_t{options_.realtime_reserve} * kv_.pool().n_blocks();
+  reserve_blocks_ = static_cast<int32_t>((reserved + kv_.n_seq_max() - 1) / kv_.n_seq_max());
 }
 
 void Scheduler::AddWaiting(std::unique_ptr<Sequence> seq) {
@@ -50,19 +53,31 @@ void Scheduler::AddChunk(StepPlan& plan, Sequence* s, int32_t n, int32_t& budget
   blocks += kv_.BlocksToGrow(s->slot, s->n_computed + n);
 }
 
+WorkloadClass Scheduler::PendingPromptClass() const {
+  WorkloadClass c = WorkloadClass::kBatch;
+  for (const auto& s : waiting_) c = std::max(c, ClassOf(*s));
+  for (const auto& s : running_) {
+    if (s->n_pending() > 1) c = std::max(c, ClassOf(*s));
+  }
+  return c;
+}
+
 bool Scheduler::Schedule(StepPlan& plan, bool allow_admit) {
   plan.Clear();
   int32_t budget = options_.max_batch_tokens;
   int32_t blocks = 0;  // blocks the planned chunks take from the pool
+  // Classes below `floor` are paused: a higher class's prompt gets the whole
+  // step, so its first token comes about as fast as on an idle server.
+  const WorkloadClass floor = PendingPromptClass();
   // Decodes first, so running streams advance every step...
   for (const auto& s : running_) {
-    if (budget > 0 && s->n_pending() == 1) AddChunk(plan, s.get(), 1, budget, blocks);
+    if (budget > 0 && s->n_pending() == 1 && ClassOf(*s) >= floor) AddChunk(plan, s.get(), 1, budget, blocks);
   }
-  // ...then prompts already being computed, in the policy's order (by
-  // admission unless it says otherwise)...
+  // ...then prompts already being computed (all of class `floor`), in the
+  // policy's order (by admission unless it says otherwise)...
   prefilling_.clear();
   for (const auto& s : running_) {
-    if (s->n_pending() > 1) prefilling_.push_back(s.get());
+    if (s->n_pending() > 1 && ClassOf(*s) >= floor) prefilling_.push_back(s.get());
   }
   if (prefilling_.size() > 1) {
     std::stable_sort(prefilling_.begin(), prefilling_.end(),
@@ -72,7 +87,7 @@ bool Scheduler::Schedule(StepPlan& plan, bool allow_admit) {
     if (budget > 0) AddChunk(plan, s, ChunkTokens(*s, budget), budget, blocks);
   }
   // ...then new sequences.
-  if (allow_admit) Admit(plan, budget, blocks);
+  if (allow_admit) Admit(plan, budget, blocks, floor);
   return !plan.chunks.empty();
 }
 
@@ -98,27 +113,88 @@ int32_t Scheduler::AdmissionBlocks(const Sequence& s, int32_t n) {
   return idle + CeilDiv(end, bs) - hit;
 }
 
-void Scheduler::Admit(StepPlan& plan, int32_t& budget, int32_t& blocks) {
-  if (waiting_.empty() || budget <= 0 || free_slots_.empty()) return;
+bool Scheduler::Fits(const Sequence& s, int32_t need, int32_t blocks, const StepPlan& plan) const {
+  const bool realtime = ClassOf(s) == WorkloadClass::kRealtime;
+  if (static_cast<int32_t>(free_slots_.size()) - 1 < (realtime ? 0 : options_.realtime_reserve)) return false;
+  // With nothing running it goes ahead anyway: the step's Prepare tells
+  // whether the pool can hold it.
+  if (running_.empty() && plan.chunks.empty()) return true;
+  return kv_.pool().n_available() - blocks - need >= (realtime ? 0 : reserve_blocks_);
+}
+
+void Scheduler::CollectBelow(WorkloadClass c) {
+  below_.clear();
+  below_index_.clear();
+  for (size_t i = 0; i < running_.size(); ++i) {
+    if (ClassOf(*running_[i]) >= c) continue;
+    below_.push_back(running_[i].get());
+    below_index_.push_back(i);
+  }
+}
+
+bool Scheduler::PreemptLowerClasses(const Sequence& s, int32_t budget, int32_t blocks, const StepPlan& plan,
+                                    int32_t& need) {
+  CollectBelow(ClassOf(s));
+  if (below_.empty()) return false;
+  // What preempting all of them would free: their slots, and the blocks
+  // only they hold. Those `s` would adopt from the prefix cache cost it one
+  // each once idle, so they make no room.
+  const bool realtime = ClassOf(s) == WorkloadClass::kRealtime;
+  const int32_t slots = static_cast<int32_t>(free_slots_.size() + below_.size()) - 1;
+  if (slots < (realtime ? 0 : options_.realtime_reserve)) return false;
+  if (below_.size() < running_.size() || !plan.chunks.empty()) {
+    below_refs_.clear();
+    for (const Sequence* v : below_) {
+      for (kv::BlockId b : kv_.block_table(v->slot).ids()) ++below_refs_[b];
+    }
+    int32_t freed = 0;
+    for (const auto& [b, n] : below_refs_) freed += n == kv_.pool().ref_count(b);
+    for (kv::BlockId b : lookup_blocks_) {
+      auto it = below_refs_.find(b);
+      freed -= it != below_refs_.end() && it->second == kv_.pool().ref_count(b);
+    }
+    if (kv_.pool().n_available() + freed - blocks - need < (realtime ? 0 : reserve_blocks_)) return false;
+  }
+  // The victims are paused this step (their class is below a pending
+  // prompt's), so the plan holds none of their tokens.
+  while (!Fits(s, need, blocks, plan)) {
+    CollectBelow(ClassOf(s));
+    PAGODA_CHECK(!below_.empty()) << "class preemption ran out of victims";
+    Sequence* victim = running_[below_index_[policy_->PickVictim(below_)]].get();
+    Preempt(victim);
+    ++preemptions_class_;
+    need = AdmissionBlocks(s, budget);
+  }
+  return true;
+}
+
+void Scheduler::Admit(StepPlan& plan, int32_t& budget, int32_t& blocks, WorkloadClass floor) {
+  if (waiting_.empty() || budget <= 0) return;
+  if (free_slots_.empty()) {
+    CollectBelow(floor);
+    if (below_.empty()) return;
+  }
   std::stable_sort(waiting_.begin(), waiting_.end(),
                    [&](const auto& a, const auto& b) { return policy_->AdmitBefore(*a, *b); });
   round_.clear();
   for (const auto& s : waiting_) round_.push_back(s.get());
   policy_->BeginAdmission(round_);
   bool admitted = false;
-  while (budget > 0 && !free_slots_.empty()) {
+  while (budget > 0) {
     const size_t i = policy_->NextCandidate();
     if (i == SchedulerPolicy::kNone) break;
     Sequence& s = *round_[i];
+    // The policy ranks classes first: from here on every candidate is of a
+    // lower class than a pending prompt, and paused.
+    if (ClassOf(s) < floor) break;
     if (Blocked(s)) {
       policy_->Passed(i);
       continue;
     }
-    const int32_t need = AdmissionBlocks(s, budget);
+    int32_t need = AdmissionBlocks(s, budget);
     // Head of line: a sequence that does not fit waits, and so do later
-    // ones (no starvation of long prompts). With nothing running it goes
-    // ahead anyway: the step's Prepare tells whether the pool can hold it.
-    if (blocks + need > kv_.pool().n_available() && !(running_.empty() && plan.chunks.empty())) break;
+    // ones (no starvation of long prompts), unless lower classes can make room.
+    if (!Fits(s, need, blocks, plan) && !PreemptLowerClasses(s, budget, blocks, plan, need)) break;
     s.slot = free_slots_.back();
     free_slots_.pop_back();
     const int32_t adopted = s.reports_prompt() ? 0 : kv_.AdoptPrefix(s.slot, s.tokens, s.request().cache_salt);

@@ -9,12 +9,20 @@
 // victim and preempts it by recompute: its blocks are released and it waits
 // again with its generated tokens appended to its prompt (cached prefix
 // blocks make the resume cheap).
+// Workload classes (EngineRequest::workload_class): lower classes run only
+// in the capacity higher ones leave. While a sequence of some class has
+// prompt work pending (waiting, or admitted with more than one token to
+// compute), every sequence of a lower class is paused for the step (no
+// tokens; it keeps its KV). A waiting sequence that finds no slot or too
+// few blocks preempts running sequences of lower classes, if that makes
+// room. realtime_reserve keeps slots and blocks free for the realtime class.
 // Owns the waiting and running sequences. Engine thread only.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/scheduler_policy.h"
@@ -35,6 +43,10 @@ struct SchedulerOptions {
   // generated tokens are not offered to the prefix cache (a later prompt made
   // of the same tokens must compute them as prompt tokens).
   bool decode_weights = false;
+  // Sequence slots, and the same share of the KV pool's blocks (rounded up),
+  // that admitting a batch or interactive sequence must leave free: only
+  // realtime sequences may use them. In [0, the KV cache's n_seq_max).
+  int32_t realtime_reserve = 0;
 };
 
 // Tokens [begin, begin + n) of seq->tokens go into the step; `sample`: the
@@ -83,6 +95,10 @@ class Scheduler {
   Sequence* PickVictim() const;
   // Releases a running sequence's blocks and slot and puts it back among the waiting.
   void Preempt(Sequence* seq);
+  // Sequences Schedule preempted to make room for a higher workload class.
+  int64_t preemptions_class() const { return preemptions_class_; }
+  // Blocks admission of a non-realtime sequence leaves available (SchedulerOptions::realtime_reserve).
+  int32_t realtime_reserve_blocks() const { return reserve_blocks_; }
   // Removes a sequence (running or waiting) and releases its blocks and
   // slot; returns it so the caller can report it.
   std::unique_ptr<Sequence> Remove(Sequence* seq);
@@ -93,10 +109,23 @@ class Scheduler {
 
  private:
   void AddChunk(StepPlan& plan, Sequence* s, int32_t n, int32_t& budget, int32_t& blocks) const;
-  void Admit(StepPlan& plan, int32_t& budget, int32_t& blocks);
+  // The highest class with prompt work pending (waiting, or running with
+  // more than one token to compute); lower classes are paused. kBatch when none.
+  WorkloadClass PendingPromptClass() const;
+  void Admit(StepPlan& plan, int32_t& budget, int32_t& blocks, WorkloadClass floor);
   // Blocks a new sequence's first chunk of n tokens may take from the pool,
   // counting cached blocks it would adopt that nobody holds now.
   int32_t AdmissionBlocks(const Sequence& s, int32_t n);
+  // Whether `s`, whose first chunk needs `need` blocks, may start now: a
+  // free slot and the blocks, leaving the realtime reserve unless it is realtime.
+  bool Fits(const Sequence& s, int32_t need, int32_t blocks, const StepPlan& plan) const;
+  // Preempts running sequences of classes below `s`'s (the policy's victims
+  // first) until `s` fits, updating `need`; preempts no one and returns false
+  // when even all of them would not make room. Needs lookup_blocks_ from
+  // AdmissionBlocks(s, budget).
+  bool PreemptLowerClasses(const Sequence& s, int32_t budget, int32_t blocks, const StepPlan& plan, int32_t& need);
+  // Running sequences of classes below `c`, as PickVictim candidates (and their indices into running_).
+  void CollectBelow(WorkloadClass c);
   bool Blocked(const Sequence& s) const;
   void ReleaseSlot(Sequence& s);
 
@@ -107,11 +136,16 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> waiting_;
   std::vector<int32_t> free_slots_;  // KV sequence ids, a stack
   std::function<void(const Sequence&)> before_commit_;
+  int32_t reserve_blocks_ = 0;
+  int64_t preemptions_class_ = 0;
   // Scratch.
   std::vector<kv::BlockId> lookup_blocks_;
   std::vector<kv::BlockHash> lookup_hashes_;
   std::vector<Sequence*> round_;  // the waiting list during Admit (policy's view)
   std::vector<Sequence*> prefilling_;  // Schedule scratch
+  std::vector<const Sequence*> below_;  // CollectBelow
+  std::vector<size_t> below_index_;
+  std::unordered_map<kv::BlockId, int32_t> below_refs_;  // PreemptLowerClasses scratch
 };
 
 }  // namespace pagoda

@@ -1,8 +1,11 @@
 // SchedulerPolicy: the order in which waiting sequences are admitted and the
 // running sequence to preempt when the KV cache runs out. Fair share between
-// tenants, workload classes and weights plug in here (fair_share_policy.h);
-// the scheduler itself only enforces the token budget and the KV cache's
-// limits. docs/SCHEDULING.md.
+// tenants and weights plug in here (fair_share_policy.h). Both policies rank
+// the workload class (EngineRequest::workload_class) first: a higher class
+// is admitted first and preempted last. The scheduler enforces the token
+// budget, the KV cache's limits and the rest of the class rules (pausing
+// lower classes, preempting them for a higher one, the realtime reserve).
+// docs/SCHEDULING.md.
 //
 // An admission round: the scheduler sorts the waiting list by AdmitBefore,
 // calls BeginAdmission with it, then repeatedly takes NextCandidate and
@@ -21,6 +24,8 @@
 #include "engine/sequence.h"
 
 namespace pagoda {
+
+inline WorkloadClass ClassOf(const Sequence& s) { return s.request().workload_class; }
 
 class SchedulerPolicy {
  public:
@@ -62,17 +67,25 @@ class SchedulerPolicy {
   size_t cursor_ = 0;
 };
 
-// First come, first served: admission by arrival (a preempted sequence keeps
-// its arrival, so it goes back ahead of later ones); the victim is the
-// lowest-priority sequence, the latest arrival among equals.
+// First come, first served within a workload class: admission by class,
+// then arrival (a preempted sequence keeps its arrival, so it goes back
+// ahead of later ones); the victim is of the lowest class, then the lowest
+// priority, the latest arrival among equals.
 class FcfsPolicy final : public SchedulerPolicy {
  public:
-  bool AdmitBefore(const Sequence& a, const Sequence& b) const override { return a.arrival < b.arrival; }
+  bool AdmitBefore(const Sequence& a, const Sequence& b) const override {
+    if (ClassOf(a) != ClassOf(b)) return ClassOf(a) > ClassOf(b);
+    return a.arrival < b.arrival;
+  }
   size_t PickVictim(std::span<const Sequence* const> running) const override {
     size_t v = 0;
     for (size_t i = 1; i < running.size(); ++i) {
       const Sequence& s = *running[i];
       const Sequence& best = *running[v];
+      if (ClassOf(s) != ClassOf(best)) {
+        if (ClassOf(s) < ClassOf(best)) v = i;
+        continue;
+      }
       if (s.request().priority < best.request().priority ||
           (s.request().priority == best.request().priority && s.arrival > best.arrival)) {
         v = i;

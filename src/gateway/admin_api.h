@@ -7,7 +7,8 @@
 //                          weights, aliases, upstreams) and the last reload
 //   POST /admin/reload     re-reads the config file; 400 with the line and the
 //                          problem when refused (the old config stays)
-// The rollout endpoints (/admin/rollouts...) are in rollout_admin.h.
+// The rollout endpoints (/admin/rollouts...) are in rollout_admin.h, the
+// capacity schedule endpoints (/admin/schedules...) in schedule_admin.h.
 #pragma once
 
 #include <memory>

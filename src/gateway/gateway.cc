@@ -6,11 +6,14 @@
 #include <nlohmann/json.hpp>
 
 #include "api/model_list.h"
+#include "batch/batch_routes.h"
 #include "base/log.h"
 #include "gateway/health_probe.h"
 #include "gateway/proxy.h"
+#include "gateway/request_info.h"
 #include "gateway/rollout_admin.h"
 #include "gateway/router.h"
+#include "gateway/schedule_admin.h"
 #include "control/admin_routes.h"
 #include "gateway/tenant_routing.h"
 
@@ -18,6 +21,7 @@ namespace pagoda::gateway {
 namespace {
 
 constexpr std::chrono::milliseconds kRolloutTick{100};
+constexpr std::chrono::milliseconds kScheduleTick{1000};
 
 volatile std::sig_atomic_t g_sighup = 0;
 extern "C" void OnSighup(int) { g_sighup = 1; }
@@ -77,6 +81,8 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options) {
     PAGODA_LOG(Warning) << "gateway: " << config->admin_key_env << " is unset; the admin API is disabled";
   }
   g->table_ = std::move(table).value();
+  g->schedules_ = std::make_unique<CapacityScheduler>(g->options_.wall_clock);
+  g->schedules_->Adopt(g->table_);
   if (config->control.enabled()) {
     auto co = ControlOptions(*config, g->options_.env);
     if (!co.ok()) return co.status();
@@ -111,16 +117,25 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(GatewayOptions options) {
   so.tls = g->ListenerTls(*config);
   // Streams may sit quiet while a replica prefills; the per-request deadline bounds them.
   so.write_timeout = std::chrono::milliseconds(std::max<int64_t>(60'000, config->idle_timeout_ms));
-  g->server_ = std::make_unique<http::Server>(so, g->BuildRouter());
+  http::Router router = g->BuildRouter();
+  PAGODA_RETURN_IF_ERROR(g->AddBatch(router));
+  if (g->batch_) {
+    so.max_body_bytes =
+        std::max<size_t>(so.max_body_bytes, static_cast<size_t>(g->options_.batch.max_file_bytes) + (1u << 20));
+  }
+  g->server_ = std::make_unique<http::Server>(so, std::move(router));
   return g;
 }
 
 Gateway::~Gateway() {
+  if (batch_) batch_->Stop(std::chrono::milliseconds(0));
+  batch_.reset();
   if (server_) server_->Shutdown(std::chrono::milliseconds(0));
   if (health_) health_->Stop();
   if (feed_) feed_->Stop();
   if (rollouts_) rollouts_->StopTicking();
   if (replica_hours_) replica_hours_->Stop();
+  if (schedules_) schedules_->StopTicking();
   server_.reset();
   health_.reset();
   client_.reset();
@@ -158,7 +173,8 @@ http::Router Gateway::BuildRouter() {
   router.Add("GET", "/metrics", http::SyncHandler([this](const http::Request&) {
                http::Response r = http::Response::Text(
                    200, metrics_.Render(*table()) + rollouts_->RenderMetrics() +
-                            (control_ ? control_->RenderMetrics() : std::string()));
+                            (control_ ? control_->RenderMetrics() : std::string()) +
+                            (batch_ ? batch_->RenderMetrics() : std::string()));
                r.content_type = "text/plain; version=0.0.4";
                return r;
              }));
@@ -170,14 +186,56 @@ http::Router Gateway::BuildRouter() {
     control::AddControlAdminRoutes(router, control_->store(), std::move(ao));
   }
   AddRolloutRoutes(router, rollouts_.get());
+  AddScheduleRoutes(router, schedules_.get());
   return router;
+}
+
+Status Gateway::AddBatch(http::Router& router) {
+  control::ControlPlane* cp = control_.get();
+  if (!options_.batch_data_dir.empty()) {
+    // Lines go through a copy of the routes: the same keys, limits and
+    // routing (over every replica) as a request from the network.
+    auto internal = std::make_shared<const http::Router>(router);
+    const std::string store_url =
+        cp != nullptr ? cp->options().store_url : options_.batch_data_dir + "/batch.db";
+    // The directory first: the default store lives in it.
+    auto files = batch::FileStore::Open(options_.batch_data_dir);
+    if (!files.ok()) return files.status().WithContext("--data-dir");
+    auto store = batch::BatchStore::Open(store_url);
+    if (!store.ok()) return store.status().WithContext("--data-dir");
+    auto decorate = [cp](const batch::LineCall& call, http::Request& r) {
+      if (cp != nullptr) {
+        r.headers.Add("authorization", "Bearer " + cp->InternalToken());
+        r.headers.Add(control::kOnBehalfOfHeader, call.key_id);
+      }
+      r.headers.Add(kServiceTierHeader, "batch");
+    };
+    batch::BatchOptions bo = options_.batch;
+    bo.meter_usage = cp != nullptr;
+    batch_ = std::make_unique<batch::BatchService>(
+        std::move(bo), std::move(store).value(), std::move(files).value(),
+        std::make_unique<batch::RouterLineExecutor>(std::move(internal), std::move(decorate)));
+  }
+  batch::AddBatchRoutes(
+      router, batch_.get(),
+      [cp](const http::Request& r) -> std::variant<batch::Owner, http::Response> {
+        if (cp == nullptr) return batch::Owner{};
+        auto who = cp->Authenticate(r, "");
+        if (auto* refused = std::get_if<http::Response>(&who)) return std::move(*refused);
+        const auto& caller = std::get<control::Caller>(who);
+        return batch::Owner{caller.tenant.id, caller.key.id};
+      },
+      "start pagoda gateway with --data-dir DIR");
+  return Status::Ok();
 }
 
 Status Gateway::Start() {
   PAGODA_RETURN_IF_ERROR(server_->Start());
+  if (batch_) batch_->Start();
   if (options_.health_checks) health_->Start();
   feed_->Sync(*table());
   rollouts_->StartTicking(kRolloutTick);
+  schedules_->StartTicking(kScheduleTick);
   if (replica_hours_) replica_hours_->Start();
   const auto t = table();
   PAGODA_LOG(Info) << "gateway: listening on " << (server_->tls() ? "https://" : "http://")
@@ -194,10 +252,12 @@ http::TlsFiles Gateway::ListenerTls(const GatewayConfig& config) const {
 }
 
 void Gateway::Shutdown(std::chrono::milliseconds deadline) {
+  if (batch_) batch_->Stop(deadline);
   server_->Shutdown(deadline);
   health_->Stop();
   feed_->Stop();
   rollouts_->StopTicking();
+  schedules_->StopTicking();
   if (replica_hours_) replica_hours_->Stop();
 }
 
@@ -216,11 +276,13 @@ void Gateway::RunUntilSignal(std::chrono::milliseconds deadline) {
     }
   });
   server_->RunUntilSignal(deadline);
+  if (batch_) batch_->Stop(std::chrono::milliseconds(0));
   done = true;
   watcher.join();
   std::signal(SIGHUP, SIG_DFL);
   health_->Stop();
   rollouts_->StopTicking();
+  schedules_->StopTicking();
   if (replica_hours_) replica_hours_->Stop();
 }
 
@@ -275,6 +337,8 @@ Status Gateway::Reload() {
   }
   // Rollouts carry over (or abort) onto the new table before it serves.
   rollouts_->Adopt(*table, std::chrono::steady_clock::now());
+  // The config's schedules (admin changes end here), applied before it serves.
+  schedules_->Adopt(*table);
   {
     std::lock_guard<std::mutex> lock(mu_);
     table_ = std::move(table).value();

@@ -16,8 +16,10 @@
 #include <string>
 
 #include "base/status.h"
+#include "batch/batch_service.h"
 #include "control/control_plane.h"
 #include "gateway/admin_api.h"
+#include "gateway/capacity_scheduler.h"
 #include "gateway/gateway_metrics.h"
 #include "gateway/health_checker.h"
 #include "gateway/kv_event_feed.h"
@@ -38,6 +40,12 @@ struct GatewayOptions {
   std::string tls_key_override;
   EnvLookup env = ProcessEnv();
   bool health_checks = true;
+  WallClock wall_clock = SystemWallClock();  // capacity schedules' time (tests: a fake clock)
+  // The Files and Batch APIs (docs/BATCH.md) when set (`--data-dir`): file
+  // contents there, batch state in [control]'s store or else DIR/batch.db.
+  // Lines are spread over the replicas by the gateway's own routing.
+  std::string batch_data_dir;
+  batch::BatchOptions batch;
 };
 
 class Gateway final : public AdminBackend {
@@ -62,6 +70,7 @@ class Gateway final : public AdminBackend {
   HealthChecker& health_checker() { return *health_; }
   KvEventFeed& kv_event_feed() { return *feed_; }
   RolloutController& rollouts() { return *rollouts_; }
+  CapacityScheduler& schedules() { return *schedules_; }
   http::UpstreamClient& upstream_client() { return *client_; }
   http::ServerStats server_stats() const { return server_->stats(); }
   control::ControlPlane* control() { return control_.get(); }  // null without [control]
@@ -69,6 +78,9 @@ class Gateway final : public AdminBackend {
  private:
   explicit Gateway(GatewayOptions options) : options_(std::move(options)) {}
   http::Router BuildRouter();
+  // The batch service over a copy of `router` (its routes so far), and the
+  // Files and Batch routes added to it.
+  Status AddBatch(http::Router& router);
   void Install(std::shared_ptr<RoutingTable> table);
   http::TlsFiles ListenerTls(const GatewayConfig& config) const;  // the overrides, else the config's
 
@@ -80,7 +92,9 @@ class Gateway final : public AdminBackend {
   std::unique_ptr<KvEventFeed> feed_;  // the replicas' KV events into each model's index
   std::unique_ptr<control::ControlPlane> control_;  // [control]; null for an open gateway
   std::unique_ptr<ReplicaHoursMeter> replica_hours_;  // with control_: dedicated deployments
+  std::unique_ptr<CapacityScheduler> schedules_;      // replicas' pools (capacity schedules)
   std::unique_ptr<http::Server> server_;
+  std::unique_ptr<batch::BatchService> batch_;  // --data-dir; stopped and destroyed first
   mutable std::mutex mu_;
   std::shared_ptr<RoutingTable> table_;  // guarded by mu_
   std::string admin_key_;                // guarded by mu_

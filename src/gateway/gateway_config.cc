@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 // toml++ without exceptions: parse errors come back as values (no exception
 // may cross a module boundary). Only this file includes toml++.
@@ -280,6 +281,105 @@ void ParseReplica(TableReader& r, ReplicaConfig* rc) {
   r.Finish();
 }
 
+// One [[models.deployments.schedule.windows]] table.
+void ParseWindow(TableReader& w, const std::string& where, ScheduleWindow* win) {
+  if (const toml::node* n = w.Get("days")) {
+    const toml::array* days = n->as_array();
+    if (days == nullptr || days->empty()) {
+      w.Fail(w.LineOf(*n), where + ".days: expected a non-empty array of days (\"mon\"..\"sun\"); omit it for every day");
+      return;
+    }
+    win->days = 0;
+    for (const toml::node& e : *days) {
+      const auto s = e.value<std::string>();
+      const auto d = s ? ParseWeekday(*s) : std::nullopt;
+      if (!d || (win->days & (1u << *d))) {
+        w.Fail(w.LineOf(e), where + ".days: " + (s ? "'" + *s + "'" : std::string("a non-string")) +
+                                (d ? " twice" : " is not a day (\"mon\"..\"sun\")"));
+        return;
+      }
+      win->days |= static_cast<uint8_t>(1u << *d);
+    }
+  }
+  for (const auto& [key, out, end_of_day] : {std::tuple<const char*, int*, bool>{"start", &win->start, false},
+                                             std::tuple<const char*, int*, bool>{"end", &win->end, true}}) {
+    std::string text;
+    if (!w.String(key, &text, /*required=*/true)) return;
+    auto t = ParseClockTime(text, end_of_day);
+    if (!t.ok()) {
+      w.Fail(w.KeyLine(key), where + "." + key + ": " + t.status().message());
+      return;
+    }
+    *out = *t;
+  }
+  if (win->start == win->end) {
+    w.Fail(w.KeyLine("end"), where + ".end: equals the start (an empty window; 00:00 to 24:00 is all day)");
+    return;
+  }
+  std::string pool;
+  if (!w.String("pool", &pool, /*required=*/true)) return;
+  if (const auto p = ParsePool(pool)) {
+    win->pool = *p;
+  } else {
+    w.Fail(w.KeyLine("pool"), where + ".pool: '" + pool + "' is not realtime, batch or shared");
+    return;
+  }
+  if (const toml::node* n = w.Get("replicas")) {
+    if (const auto count = n->value<int64_t>()) {
+      if (*count < 1 || *count > 100000) w.Fail(w.LineOf(*n), where + ".replicas: a count must be >= 1");
+      win->count = static_cast<int>(*count);
+    } else if (const toml::array* ids = n->as_array(); ids != nullptr && !ids->empty()) {
+      for (const toml::node& e : *ids) {
+        const auto id = e.value<std::string>();
+        if (!id || id->empty()) {
+          w.Fail(w.LineOf(e), where + ".replicas: expected replica names or URLs (strings)");
+          return;
+        }
+        win->replicas.push_back(*id);
+      }
+    } else {
+      w.Fail(w.LineOf(*n), where + ".replicas: expected a count (>= 1) or a non-empty list of replica names; omit "
+                                   "it for every replica");
+    }
+  }
+}
+
+// [models.deployments.schedule] and its [[...schedule.windows]], bound to
+// the deployment's replicas: a window naming an unknown replica, or two
+// windows holding one replica at once, is refused at the window's line.
+void ParseSchedule(TableReader& s, const std::string& where, const std::vector<ReplicaConfig>& replicas,
+                   CapacitySchedule* out) {
+  std::string tz;
+  if (s.String("time_zone", &tz, /*required=*/true)) {
+    auto offset = ParseUtcOffset(tz);
+    if (offset.ok()) {
+      out->utc_offset_minutes = *offset;
+    } else {
+      s.Fail(s.KeyLine("time_zone"), where + ".time_zone: " + offset.status().message());
+    }
+  }
+  std::vector<int> lines;
+  for (const toml::table* wt : s.Tables("windows")) {
+    TableReader w(*wt, where + " window", s.source(), s.error());
+    lines.push_back(w.line());
+    ScheduleWindow win;
+    ParseWindow(w, where + " window", &win);
+    w.Finish();
+    out->windows.push_back(std::move(win));
+  }
+  s.Finish();
+  if (s.failed()) return;
+  if (out->windows.empty()) {
+    s.Fail(s.line(), where + ": no [[models.deployments.schedule.windows]]");
+    return;
+  }
+  std::vector<ScheduleReplica> names;
+  for (const ReplicaConfig& rc : replicas) names.push_back({rc.id, rc.url});
+  size_t bad = 0;
+  auto bound = BoundSchedule::Bind(*out, names, &bad);
+  if (!bound.ok()) s.Fail(bad < lines.size() ? lines[bad] : s.line(), where + ": " + bound.status().message());
+}
+
 void ParseModel(TableReader& r, ModelConfig* m, std::set<std::string>* replica_ids) {
   r.String("name", &m->name, /*required=*/true);
   if (r.String("policy", &m->policy) && !KnownPolicy(m->policy)) {
@@ -318,6 +418,17 @@ void ParseModel(TableReader& r, ModelConfig* m, std::set<std::string>* replica_i
         rr.Fail(rr.KeyLine(rt->contains("name") ? "name" : "url"), "duplicate replica '" + rc.id + "' (give replicas that share a URL distinct names)");
       }
       dep.replicas.push_back(std::move(rc));
+    }
+    if (const toml::node* sn = d.Get("schedule"); sn != nullptr && !d.failed()) {
+      const std::string where = "model '" + m->name + "@" + dep.version + "' schedule";
+      if (const toml::table* st = sn->as_table()) {
+        TableReader s(*st, where, r.source(), r.error());
+        CapacitySchedule cs;
+        ParseSchedule(s, where, dep.replicas, &cs);
+        dep.schedule = std::move(cs);
+      } else {
+        d.Fail(d.LineOf(*sn), where + ": expected a table [models.deployments.schedule]");
+      }
     }
     d.Finish();
     if (!d.failed() && dep.replicas.empty()) {

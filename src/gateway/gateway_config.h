@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
+#include "gateway/capacity_schedule.h"
 
 namespace pagoda::gateway {
 
@@ -41,6 +43,9 @@ struct DeploymentConfig {
   std::string version;
   double traffic_weight = 0;  // share of unpinned traffic (0 unless set; the current version gets all when every weight is 0)
   std::vector<ReplicaConfig> replicas;
+  // [models.deployments.schedule]: which pool each replica serves when
+  // (capacity_schedule.h); none: every replica is in the shared pool.
+  std::optional<CapacitySchedule> schedule;
 };
 
 struct ModelConfig {

@@ -36,6 +36,11 @@ void GatewayMetrics::RecordRouteError(int status) {
   ++route_errors_[status];
 }
 
+void GatewayMetrics::RecordPoolFallback(const std::string& model, WorkloadClass c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++pool_fallbacks_[{model, WorkloadClassName(c)}];
+}
+
 void GatewayMetrics::RecordAddedLatency(double seconds) { added_latency_.Observe(seconds); }
 
 void GatewayMetrics::RecordCachedTokens(const std::string& replica, const std::string& deployment, int64_t predicted,
@@ -129,6 +134,12 @@ std::string GatewayMetrics::Render(const RoutingTable& table) const {
           << "\n";
       }
     }
+    o << "# HELP pagoda_gateway_pool_fallbacks_total Requests routed outside their class's pool (no replica of "
+         "the pool was eligible).\n# TYPE pagoda_gateway_pool_fallbacks_total counter\n";
+    for (const auto& [k, v] : pool_fallbacks_) {
+      o << "pagoda_gateway_pool_fallbacks_total{model=\"" << Esc(k.first) << "\",class=\"" << Esc(k.second) << "\"} "
+        << v << "\n";
+    }
     o << "# TYPE pagoda_gateway_config_reloads_total counter\n"
       << "pagoda_gateway_config_reloads_total{result=\"ok\"} " << reloads_ok_ << "\n"
       << "pagoda_gateway_config_reloads_total{result=\"refused\"} " << reloads_failed_ << "\n";
@@ -163,6 +174,16 @@ std::string GatewayMetrics::Render(const RoutingTable& table) const {
     for (size_t i = 0; i < replicas.size(); ++i) {
       o << g.name << "{replica=\"" << Esc(replicas[i]->id()) << "\",deployment=\"" << Esc(replicas[i]->deployment())
         << "\",zone=\"" << Esc(replicas[i]->config().zone) << "\"} " << Num(g.value(snaps[i])) << "\n";
+    }
+  }
+  o << "# HELP pagoda_gateway_replica_pool 1 for the pool the capacity schedule puts the replica in now.\n"
+       "# TYPE pagoda_gateway_replica_pool gauge\n";
+  for (const auto& r : replicas) {
+    if (r->external()) continue;
+    const Pool now_in = r->state().pool.load();
+    for (Pool p : kAllPools) {
+      o << "pagoda_gateway_replica_pool{model=\"" << Esc(r->model()) << "\",deployment=\"" << Esc(r->deployment())
+        << "\",replica=\"" << Esc(r->id()) << "\",pool=\"" << PoolName(p) << "\"} " << (p == now_in ? 1 : 0) << "\n";
     }
   }
   return o.str();

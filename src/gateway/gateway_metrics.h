@@ -1,8 +1,9 @@
 // GatewayMetrics: the gateway's Prometheus counters (requests per replica,
 // deployment, policy and status class; retries; upstream errors by kind;
 // added-latency histogram; predicted vs reported cached tokens). Per-replica
-// gauges (active load, health, circuit, ejections) are read from the routing
-// table at scrape time, the KV event feed's figures from the feed.
+// gauges (active load, health, circuit, ejections, capacity pool) are read
+// from the routing table at scrape time, the KV event feed's figures from the
+// feed.
 // Labels carry names and ids only, never prompts or keys.
 // Thread safety: any thread.
 #pragma once
@@ -16,6 +17,7 @@
 #include <tuple>
 
 #include "base/histogram.h"
+#include "base/workload_class.h"
 #include "gateway/kv_event_feed.h"
 #include "gateway/routing_table.h"
 #include "gateway/usage_reader.h"
@@ -42,6 +44,8 @@ class GatewayMetrics {
   void RecordRouteError(int status);  // answered by the gateway itself (404, 503, ...)
   void RecordAddedLatency(double seconds);
   void RecordReload(bool ok);
+  // A request no replica of its class's pool could take (RouteDecision::pool_fallback).
+  void RecordPoolFallback(const std::string& model, WorkloadClass c);
   // A request answered 2xx: the router's predicted cached tokens and what
   // the replica reported (nullopt: no usage in the response).
   void RecordCachedTokens(const std::string& replica, const std::string& deployment, int64_t predicted,
@@ -66,6 +70,7 @@ class GatewayMetrics {
   std::map<std::string, uint64_t> retries_;                                                   // guarded by mu_
   std::map<std::pair<std::string, std::string>, uint64_t> upstream_errors_;                    // guarded by mu_
   std::map<int, uint64_t> route_errors_;                                                      // guarded by mu_
+  std::map<std::pair<std::string, std::string>, uint64_t> pool_fallbacks_;                     // guarded by mu_
   std::map<std::pair<std::string, std::string>, CachedTokens> cached_;                         // guarded by mu_
   BucketHistogram added_latency_{BucketHistogram::LatencyBounds()};
   const KvEventFeed* feed_ = nullptr;

@@ -49,7 +49,7 @@ bool IsHopByHop(std::string_view name) {
 bool IsTenantHeader(std::string_view name) {
   using namespace tenancy;
   for (const char* h : {kHeaderTenant, kHeaderKeyId, kHeaderPlan, kHeaderWeight, kHeaderPriority, kHeaderCacheScope,
-                        kHeaderTimestamp, kHeaderSignature}) {
+                        kHeaderClass, kHeaderTimestamp, kHeaderSignature, control::kOnBehalfOfHeader}) {
     if (http::EqualsIgnoreCase(name, h)) return true;
   }
   return false;
@@ -187,6 +187,12 @@ void Exchange::Start() {
     route_.model = routed_model_;
   }
   route_.cache_scope_digest = meter_.cache_scope_digest();
+  // The class: the caller's key decides what it may ask for (clamped, its
+  // default when it asks nothing); without a control plane, what it asks.
+  const control::Caller* caller = meter_.caller();
+  route_.workload_class = caller != nullptr ? control::ResolveClass(*caller, RequestedClass(info_, req_))
+                                            : RequestClass(info_, req_);
+  meter_.set_workload_class(route_.workload_class);
   writer_->OnCancel([weak = weak_from_this()] {
     if (auto self = weak.lock()) self->OnClientGone();
   });
@@ -212,6 +218,7 @@ bool Exchange::Dispatch(bool retry) {
     return false;
   }
   decision_ = std::move(routed).value();
+  if (decision_.pool_fallback) ctx_.metrics->RecordPoolFallback(decision_.replica->model(), route_.workload_class);
   if (!decision_.replica->state().OnSend(Clock::now())) {
     // The circuit closed on it between the filter and now: try once more.
     route_.exclude.insert(decision_.replica->id());

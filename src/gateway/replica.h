@@ -16,6 +16,7 @@
 
 #include "gateway/circuit_breaker.h"
 #include "gateway/gateway_config.h"
+#include "gateway/pool.h"
 
 namespace pagoda::gateway {
 
@@ -58,6 +59,10 @@ class ReplicaState {
 
   std::atomic<int64_t> active_requests{0};
   std::atomic<int64_t> active_blocks{0};
+  // The pool its deployment's capacity schedule puts it in now (set by the
+  // CapacityScheduler; shared when none applies). Read at routing only, so a
+  // change steers new requests and leaves dispatched ones alone.
+  std::atomic<Pool> pool{Pool::kShared};
 
   ReplicaSnapshot Snapshot(Clock::time_point now) const;
   uint64_t ejections() const;

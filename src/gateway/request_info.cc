@@ -42,6 +42,9 @@ api::ApiResult<RequestInfo> ParseRequestInfo(std::string_view body, bool model_r
     }
   }
   if (const auto u = j.find("user"); u != j.end() && u->is_string()) info.user = u->get<std::string>();
+  if (const auto t = j.find("service_tier"); t != j.end() && t->is_string()) {
+    info.service_tier = ParseWorkloadClass(t->get_ref<const std::string&>());
+  }
   if (const auto so = j.find("stream_options"); so != j.end() && so->is_object()) {
     const auto iu = so->find("include_usage");
     info.include_usage = iu != so->end() && iu->is_boolean() && iu->get<bool>();
@@ -64,6 +67,17 @@ api::ApiResult<RequestInfo> ParseRequestInfo(std::string_view body, bool model_r
   }
   info.prompt_tokens += (static_cast<int64_t>(info.prompt_text.size()) + 3) / 4;
   return info;
+}
+
+std::optional<WorkloadClass> RequestedClass(const RequestInfo& info, const http::Request& request) {
+  if (const std::string* h = request.headers.Find(kServiceTierHeader)) {
+    if (const auto c = ParseWorkloadClass(*h)) return c;
+  }
+  return info.service_tier;
+}
+
+WorkloadClass RequestClass(const RequestInfo& info, const http::Request& request) {
+  return RequestedClass(info, request).value_or(WorkloadClass::kInteractive);
 }
 
 std::string RewriteModel(std::string_view body, std::string_view model) {

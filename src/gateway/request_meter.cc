@@ -37,7 +37,7 @@ uint64_t RequestMeter::cache_scope_digest() const {
 
 void RequestMeter::AddUpstreamHeaders(http::Headers& headers) const {
   if (!caller_) return;
-  for (const auto& [name, value] : control_->SignedHeaders(*caller_, request_id_)) headers.Set(name, value);
+  for (const auto& [name, value] : control_->SignedHeaders(*caller_, request_id_, class_)) headers.Set(name, value);
 }
 
 void RequestMeter::AddResponseHeaders(http::Headers& headers) const {
@@ -89,6 +89,7 @@ void RequestMeter::Finish(tenancy::UsageStatus status, int http_status, std::str
   }
   o.status = status;
   o.http_status = http_status;
+  o.service_tier = class_;
   control_->Finish(ticket_, *caller_, o);
 }
 

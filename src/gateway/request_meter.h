@@ -40,6 +40,8 @@ class RequestMeter {
   // size in tokens). A response to send instead when refused (401/403/429/503).
   std::optional<http::Response> Admit(const http::Request& request, const RequestInfo& info, int64_t prompt_tokens);
   const control::Caller* caller() const { return caller_ ? &*caller_ : nullptr; }
+  // The request's workload class (signed to the replica, recorded in usage).
+  void set_workload_class(WorkloadClass c) { class_ = c; }
   // XXH3-64 of the caller's cache scope (0 when unmetered): the routing salt.
   uint64_t cache_scope_digest() const;
 
@@ -62,6 +64,7 @@ class RequestMeter {
   control::ControlPlane* control_ = nullptr;
   Clock::time_point received_;
   std::optional<control::Caller> caller_;
+  WorkloadClass class_ = WorkloadClass::kInteractive;
   control::Ticket ticket_;
   bool admitted_ = false;
   bool finished_ = false;

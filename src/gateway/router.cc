@@ -44,6 +44,24 @@ std::vector<size_t> FilterCandidates(const std::vector<std::shared_ptr<const Rep
 
 namespace {
 
+// FilterCandidates among the replicas whose pool takes the request's class;
+// when none of those is eligible, among them all (`*fallback` set).
+std::vector<size_t> FilterPooled(const Deployment& dep, const RouteRequest& request, const LoadThresholds& thresholds,
+                                 std::chrono::steady_clock::time_point now, bool* saturated, bool* fallback) {
+  *fallback = false;
+  std::set<std::string> outside;
+  for (const auto& r : dep.replicas) {
+    if (!PoolAccepts(r->state().pool.load(std::memory_order_relaxed), request.workload_class)) outside.insert(r->id());
+  }
+  if (outside.empty()) return FilterCandidates(dep.replicas, request.zone, thresholds, request.exclude, now, saturated);
+  outside.insert(request.exclude.begin(), request.exclude.end());
+  std::vector<size_t> idx = FilterCandidates(dep.replicas, request.zone, thresholds, outside, now, saturated);
+  if (!idx.empty()) return idx;
+  idx = FilterCandidates(dep.replicas, request.zone, thresholds, request.exclude, now, saturated);
+  *fallback = !idx.empty();
+  return idx;
+}
+
 // The policy's pick among `idx` of `replicas`.
 RouteDecision Pick(const ModelRoute& model, const Deployment& dep, const std::vector<size_t>& idx,
                    const RouteRequest& request, std::chrono::steady_clock::time_point now) {
@@ -109,11 +127,11 @@ api::ApiResult<RouteDecision> Route(const RoutingTable& table, const RouteReques
     }
   }
   const Deployment* dep = nullptr;
-  bool saturated = false;
+  bool saturated = false, pool_fallback = false;
   std::vector<size_t> idx;
   for (size_t d : order) {
     dep = &model->deployments[d];
-    idx = FilterCandidates(dep->replicas, request.zone, thresholds, request.exclude, now, &saturated);
+    idx = FilterPooled(*dep, request, thresholds, now, &saturated, &pool_fallback);
     if (!idx.empty()) break;
   }
   if (idx.empty()) dep = &model->deployments[order.front()];
@@ -135,7 +153,9 @@ api::ApiResult<RouteDecision> Route(const RoutingTable& table, const RouteReques
     }
     return Unavailable("No healthy replica of '" + std::string(request.model) + "' is available.");
   }
-  return Pick(*model, *dep, idx, request, now);
+  RouteDecision d = Pick(*model, *dep, idx, request, now);
+  d.pool_fallback = pool_fallback;
+  return d;
 }
 
 std::vector<std::string> ServedModelNames(const RoutingTable& table) {

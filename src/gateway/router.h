@@ -10,7 +10,11 @@
 // when nothing else is left), then lets the model's policy rank the rest.
 // Aliases: self_hosted_only never reaches an upstream (503 instead); an alias
 // with a fallback reaches its upstream only when every own replica is
-// ineligible or past the threshold. Thread safety: Route from any thread.
+// ineligible or past the threshold. Capacity schedules: within a deployment
+// only the replicas whose current pool takes the request's class are
+// candidates; when none of those is eligible, every replica is (a schedule
+// never fails a request; RouteDecision::pool_fallback says so).
+// Thread safety: Route from any thread.
 #pragma once
 
 #include <chrono>
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "api/api_error.h"
+#include "base/workload_class.h"
 #include "gateway/replica.h"
 #include "gateway/routing_table.h"
 
@@ -39,6 +44,7 @@ struct RouteRequest {
   std::set<std::string> exclude;  // replica ids already tried (retries)
   std::string avoid_deployment;   // "model@version" that just failed this request (unpinned retries go elsewhere first)
   uint64_t cache_scope_digest = 0;  // RouteInput::cache_scope_digest
+  WorkloadClass workload_class = WorkloadClass::kInteractive;  // RequestClass; picks the pool
 };
 
 struct RouteDecision {
@@ -47,6 +53,9 @@ struct RouteDecision {
   std::string policy;         // the policy that picked it ("fallback" for an alias's upstream)
   int64_t blocks = 0;         // the load guard's block estimate
   int64_t predicted_cached_tokens = 0;
+  // No replica whose pool takes the request's class was eligible: routed
+  // outside the pools (pagoda_gateway_pool_fallbacks_total).
+  bool pool_fallback = false;
 };
 
 struct LoadThresholds {

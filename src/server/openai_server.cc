@@ -1,11 +1,13 @@
 #include "server/openai_server.h"
 
 #include "api/response_common.h"
+#include "batch/batch_routes.h"
 #include "control/admin_routes.h"
 #include "http/auth.h"
 #include "http/server.h"
 #include "sampling/grammar/token_matcher.h"
 #include "server/event_pump.h"
+#include "server/request_admission.h"
 #include "server/routes.h"
 #include "server/serve_context.h"
 
@@ -23,6 +25,8 @@ struct OpenAiServer::State {
   tenancy::ReplayCache tenant_replay;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<http::Server> http;
+  // Destroyed first: its runner sends lines through the routes above.
+  std::unique_ptr<batch::BatchService> batch;
   bool started = false;
   bool stopped = false;
 };
@@ -111,11 +115,56 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
     ao.sla = &cp->sla();
     control::AddControlAdminRoutes(router, cp->store(), std::move(ao));
   }
+  if (!options.batch_data_dir.empty()) {
+    // Lines go through a copy of the routes so far (generation, guards): the
+    // same admission, limits and metering as a request from the network.
+    auto internal = std::make_shared<const http::Router>(router);
+    const std::string store_url =
+        st.control ? options.control.store_url : options.batch_data_dir + "/batch.db";
+    // The directory first: the default store lives in it.
+    auto files = batch::FileStore::Open(options.batch_data_dir);
+    if (!files.ok()) return files.status().WithContext("--data-dir");
+    auto store = batch::BatchStore::Open(store_url);
+    if (!store.ok()) return store.status().WithContext("--data-dir");
+    control::ControlPlane* cp = st.control.get();
+    auto decorate = [cp, key = st.api_key](const batch::LineCall& call, http::Request& r) {
+      if (cp != nullptr) {
+        r.headers.Add("authorization", "Bearer " + cp->InternalToken());
+        r.headers.Add(control::kOnBehalfOfHeader, call.key_id);
+      } else if (!key.empty()) {
+        r.headers.Add("authorization", "Bearer " + key);
+      }
+      r.headers.Add(kServiceTierHeader, "batch");
+    };
+    batch::BatchOptions bo = options.batch;
+    bo.limits = ctx.limits;
+    bo.meter_usage = cp != nullptr;
+    bo.deployment = ctx.model_id;
+    st.batch = std::make_unique<batch::BatchService>(
+        std::move(bo), std::move(store).value(), std::move(files).value(),
+        std::make_unique<batch::RouterLineExecutor>(std::move(internal), std::move(decorate)));
+    ctx.batch = st.batch.get();
+  }
+  batch::AddBatchRoutes(
+      router, st.batch.get(),
+      [cp = st.control.get()](const http::Request& r) -> std::variant<batch::Owner, http::Response> {
+        if (cp == nullptr) return batch::Owner{};  // --api-key (if any) was checked by the /v1/ guard
+        auto who = cp->Authenticate(r, "");
+        if (auto* refused = std::get_if<http::Response>(&who)) return std::move(*refused);
+        const auto& caller = std::get<control::Caller>(who);
+        return batch::Owner{caller.tenant.id, caller.key.id};
+      },
+      "start pagoda serve with --data-dir DIR");
   http::ServerOptions http_options;
   http_options.address = options.host;
   http_options.port = options.port;
   http_options.io_threads = options.io_threads;
   http_options.tls = {options.tls_cert_file, options.tls_key_file};
+  if (st.batch) {
+    // Uploads: the file limit plus room for the multipart framing.
+    http_options.max_body_bytes =
+        std::max<size_t>(http_options.max_body_bytes, static_cast<size_t>(options.batch.max_file_bytes) + (1u << 20));
+  }
   st.http = std::make_unique<http::Server>(http_options, std::move(router));
   return server;
 }
@@ -133,7 +182,9 @@ Status OpenAiServer::Start() {
   if (!s.ok()) {
     st.ctx.ready.store(false);
     StopBackend();
+    return s;
   }
+  if (st.batch) st.batch->Start();
   return s;
 }
 
@@ -154,6 +205,9 @@ void OpenAiServer::Shutdown(std::chrono::milliseconds deadline) {
   State& st = *state_;
   if (st.stopped) return;
   st.ctx.ready.store(false);
+  // Batch lines first: those in flight may finish (and are committed) while
+  // the engine still runs; the rest stay pending for the next start.
+  if (st.batch) st.batch->Stop(deadline);
   // The HTTP server waits for the streams in flight; the engine keeps running
   // them meanwhile. At the deadline the rest are cancelled.
   st.http->Shutdown(deadline);
@@ -164,6 +218,7 @@ void OpenAiServer::StopBackend() {
   State& st = *state_;
   if (st.stopped) return;
   st.stopped = true;
+  if (st.batch) st.batch->Stop(std::chrono::milliseconds(0));
   st.engine->Stop(std::chrono::milliseconds(0));
   st.pump.Stop();
 }

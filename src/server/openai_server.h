@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
+#include "batch/batch_service.h"
 #include "control/control_plane.h"
 
 namespace pagoda::server {
@@ -48,6 +49,11 @@ struct ServeOptions {
   // /admin/ behind `admin_key`. control.store_url "": none. Exclusive with api_key.
   control::ControlPlaneOptions control;
   std::string admin_key;
+  // The Files and Batch APIs (docs/BATCH.md), on when batch_data_dir is set
+  // (`--data-dir`): file contents under it, batch and line state in the
+  // control plane's store (--db) or else in <batch_data_dir>/batch.db.
+  std::string batch_data_dir;
+  batch::BatchOptions batch;
 };
 
 class OpenAiServer {

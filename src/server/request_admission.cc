@@ -1,5 +1,6 @@
 #include "server/request_admission.h"
 
+#include <algorithm>
 #include <memory>
 #include <variant>
 
@@ -11,9 +12,23 @@ namespace pagoda::server {
 
 std::optional<http::Response> AdmitGeneration(ServeContext& ctx, const http::Request& request,
                                               const std::string& model, int64_t prompt_tokens, int64_t max_tokens,
-                                              JobSpec& spec) {
+                                              std::optional<WorkloadClass> requested, JobSpec& spec) {
+  if (const std::string* h = request.headers.Find(kServiceTierHeader); h != nullptr && *h != "auto") {
+    requested = ParseWorkloadClass(*h);
+    if (!requested) {
+      return http::ErrorResponse(400, std::string(kServiceTierHeader) +
+                                          " must be one of auto, default, flex, priority, interactive, batch, realtime",
+                                 "invalid_value");
+    }
+  }
   if (ctx.control == nullptr) {
     spec.tenant = ResolveTenant(ctx, request.headers);
+    if (!spec.tenant.signed_context) {
+      WorkloadClass c = requested.value_or(WorkloadClass::kInteractive);
+      // Behind a gateway, only its signed headers may ask for real-time.
+      if (!ctx.tenant_secret.empty()) c = std::min(c, WorkloadClass::kInteractive);
+      spec.tenant.workload_class = c;
+    }
     return std::nullopt;
   }
   control::ControlPlane& cp = *ctx.control;
@@ -28,8 +43,11 @@ std::optional<http::Response> AdmitGeneration(ServeContext& ctx, const http::Req
   spec.tenant.weight = caller->tenant.weight;
   spec.tenant.priority = caller->priority;
   spec.tenant.cache_salt = caller->cache_scope;
-  spec.on_finish = [&cp, caller, t, request_id, model, deployment = ctx.model_id](const JobOutcome& j) {
+  const WorkloadClass cls = control::ResolveClass(*caller, requested);
+  spec.tenant.workload_class = cls;
+  spec.on_finish = [&cp, caller, t, request_id, model, deployment = ctx.model_id, cls](const JobOutcome& j) {
     control::RequestOutcome o;
+    o.service_tier = cls;
     o.request_id = request_id;
     o.model = model;
     o.deployment = deployment;

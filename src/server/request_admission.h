@@ -17,10 +17,18 @@
 
 namespace pagoda::server {
 
+// The workload class (docs/SCHEDULING.md): the header x-pagoda-service-tier
+// or else the body's service_tier (`requested`), clamped by the control
+// plane to what the caller's key allows; without a control plane the gateway's
+// signed class, else the request's own (at most interactive when this replica
+// expects signed tenant headers and got none).
+//
 // nullopt: go on (spec.tenant and spec.on_finish are set); otherwise the
-// response to send (401/403/429/503).
+// response to send (400 bad x-pagoda-service-tier, 401/403/429/503).
 std::optional<http::Response> AdmitGeneration(ServeContext& ctx, const http::Request& request,
                                               const std::string& model, int64_t prompt_tokens, int64_t max_tokens,
-                                              JobSpec& spec);
+                                              std::optional<WorkloadClass> requested, JobSpec& spec);
+
+inline constexpr const char* kServiceTierHeader = "x-pagoda-service-tier";
 
 }  // namespace pagoda::server

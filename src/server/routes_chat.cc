@@ -108,7 +108,7 @@ void HandleChat(ServeContext& ctx, const http::Request& request, std::shared_ptr
   spec.text_offset_starts = {0};
   spec.constraint_param = chat::ConstraintParam(cr);
   if (auto refused = AdmitGeneration(ctx, request, o.model, static_cast<int64_t>(requests.back().prompt.size()),
-                                     static_cast<int64_t>(max_tokens.value()) * o.n, spec)) {
+                                     static_cast<int64_t>(max_tokens.value()) * o.n, o.service_tier, spec)) {
     writer->Respond(std::move(*refused));
     return;
   }

@@ -116,7 +116,7 @@ void HandleCompletion(ServeContext& ctx, const http::Request& request, std::shar
     prompt_tokens += static_cast<int64_t>(r.prompt.size());
     completion_budget += static_cast<int64_t>(r.max_tokens) * o.n;
   }
-  if (auto refused = AdmitGeneration(ctx, request, o.model, prompt_tokens, completion_budget, spec)) {
+  if (auto refused = AdmitGeneration(ctx, request, o.model, prompt_tokens, completion_budget, o.service_tier, spec)) {
     writer->Respond(std::move(*refused));
     return;
   }

@@ -8,7 +8,8 @@ void AddMetricsRoutes(http::Router& router, ServeContext& ctx) {
   router.Add("GET", "/metrics", http::SyncHandler([&ctx](const http::Request&) {
                http::Response r = http::Response::Text(
                    200, RenderPrometheus(ctx.engine->stats(), ctx.model_id) +
-                            (ctx.control != nullptr ? ctx.control->RenderMetrics() : std::string()));
+                            (ctx.control != nullptr ? ctx.control->RenderMetrics() : std::string()) +
+                            (ctx.batch != nullptr ? ctx.batch->RenderMetrics() : std::string()));
                r.content_type = "text/plain; version=0.0.4; charset=utf-8";
                return r;
              }));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "api/generation_options.h"
+#include "batch/batch_service.h"
 #include "control/control_plane.h"
 #include "chat/prompt_encoding.h"
 #include "engine/engine.h"
@@ -49,6 +50,8 @@ struct ServeContext {
   std::string tenant_secret;
   // `--db`: keys, limits and metering (request_admission.h); null without.
   control::ControlPlane* control = nullptr;
+  // `--data-dir`: the Files and Batch APIs (batch/batch_service.h); null without.
+  batch::BatchService* batch = nullptr;
   tenancy::ReplayCache* tenant_replay = nullptr;
   std::atomic<bool> ready{false};  // the engine loop runs (health)
 };

@@ -24,6 +24,8 @@ TenantFields ResolveTenant(const ServeContext& ctx, const http::Headers& headers
   out.weight = v.context.weight;
   out.priority = v.context.priority;
   out.cache_salt = v.context.cache_scope;
+  out.workload_class = v.context.workload_class;
+  out.signed_context = true;
   return out;
 }
 

@@ -22,7 +22,12 @@ struct TenantFields {
   double weight = 1;
   int32_t priority = 0;
   std::string cache_salt;  // x-pagoda-cache-scope verbatim (the API has no request-level salt)
+  // The request's workload class: the gateway's (signed), the control
+  // plane's resolution, or the request's own service_tier (request_admission.h).
+  WorkloadClass workload_class = WorkloadClass::kInteractive;
+  bool signed_context = false;  // tenant headers verified: the gateway decided the class
   void ApplyTo(EngineRequest& r) const {
+    r.workload_class = workload_class;
     r.tenant = tenant;
     r.weight = weight;
     r.priority = priority;

@@ -14,6 +14,7 @@ Result<IssuedKey> IssueKey(TenantStore& store, const KeyRequest& request, int64_
   out.key.models = request.models;
   out.key.created_at = now_ms;
   out.key.expires_at = request.expires_at;
+  out.key.max_class = request.max_class;
   PAGODA_RETURN_IF_ERROR(store.InsertKey(out.key));
   out.secret = std::move(g.secret);
   return out;
@@ -33,6 +34,7 @@ Result<IssuedKey> RotateKey(TenantStore& store, const std::string& old_key_id, i
   out.key.models = old.models;
   out.key.created_at = now_ms;
   out.key.expires_at = old.expires_at;
+  out.key.max_class = old.max_class;
   PAGODA_RETURN_IF_ERROR(store.RotateKey(old.id, out.key, now_ms + grace_ms, now_ms));
   out.secret = std::move(g.secret);
   return out;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ struct KeyRequest {
   std::string name;
   std::vector<std::string> models;  // empty = every model
   int64_t expires_at = 0;           // 0 = never
+  std::optional<WorkloadClass> max_class = std::nullopt;  // nullopt = the tenant's
 };
 
 struct IssuedKey {
@@ -28,7 +30,7 @@ struct IssuedKey {
 Result<IssuedKey> IssueKey(TenantStore& store, const KeyRequest& request, int64_t now_ms,
                            const std::string& pepper = {});
 
-// A new key with the old one's tenant, name, scope and expiry; the old key is
+// A new key with the old one's tenant, name, scope, expiry and max class; the old key is
 // revoked now (grace_ms == 0) or stops working at now + grace_ms. One
 // transaction.
 Result<IssuedKey> RotateKey(TenantStore& store, const std::string& old_key_id, int64_t grace_ms, int64_t now_ms,

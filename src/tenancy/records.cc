@@ -44,6 +44,8 @@ bool IsUtf8(std::string_view s) {
   return true;
 }
 
+bool IsClass(WorkloadClass c) { return static_cast<int>(c) < kWorkloadClassCount; }
+
 }  // namespace
 
 const char* PlanKindName(PlanKind plan) {
@@ -60,6 +62,17 @@ Result<PlanKind> ParsePlanKind(std::string_view name) {
     if (name == PlanKindName(p)) return p;
   }
   return InvalidArgument("unknown plan (expected serverless, provisioned or dedicated)");
+}
+
+WorkloadClass PlanMaxClass(PlanKind plan) {
+  return plan == PlanKind::kServerless ? WorkloadClass::kInteractive : WorkloadClass::kRealtime;
+}
+
+Result<WorkloadClass> ParseStoredClass(std::string_view name) {
+  for (WorkloadClass c : {WorkloadClass::kBatch, WorkloadClass::kInteractive, WorkloadClass::kRealtime}) {
+    if (name == WorkloadClassName(c)) return c;
+  }
+  return InvalidArgument("unknown workload class (expected batch, interactive or realtime)");
 }
 
 const char* LimitScopeName(LimitScope scope) { return scope == LimitScope::kTenant ? "tenant" : "key"; }
@@ -118,6 +131,9 @@ Status ValidateTenant(const Tenant& t) {
   if (t.plan == PlanKind::kDedicated && t.dedicated_deployment.empty()) {
     return InvalidArgument("a dedicated tenant needs a dedicated_deployment");
   }
+  if ((t.max_class && !IsClass(*t.max_class)) || !IsClass(t.default_class)) {
+    return InvalidArgument("tenant max_class / default_class is not a workload class");
+  }
   return Status::Ok();
 }
 
@@ -136,6 +152,7 @@ Status ValidateApiKey(const ApiKey& k) {
     PAGODA_RETURN_IF_ERROR(ValidateName("model name", m));
   }
   if (k.expires_at < 0 || k.revoked_at < 0) return InvalidArgument("key times must be >= 0");
+  if (k.max_class && !IsClass(*k.max_class)) return InvalidArgument("key max_class is not a workload class");
   return Status::Ok();
 }
 
@@ -168,6 +185,7 @@ Status ValidatePrice(const Price& p) {
   for (double v : {p.input_per_mtok, p.cached_input_per_mtok, p.output_per_mtok, p.replica_hour}) {
     if (!(v >= 0) || !std::isfinite(v)) return InvalidArgument("prices must be finite numbers >= 0");
   }
+  if (!(p.batch_factor > 0 && p.batch_factor <= 1)) return InvalidArgument("batch_factor must be in (0, 1]");
   return Status::Ok();
 }
 
@@ -179,6 +197,7 @@ Status ValidateUsageRecord(const UsageRecord& r) {
   if (r.prompt_tokens < 0 || r.cached_tokens < 0 || r.completion_tokens < 0 || r.cached_tokens > r.prompt_tokens) {
     return InvalidArgument("usage record token counts must be >= 0 with cached <= prompt");
   }
+  if (!IsClass(r.service_tier)) return InvalidArgument("usage record service_tier is not a workload class");
   return Status::Ok();
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/workload_class.h"
 
 namespace pagoda::tenancy {
 
@@ -36,7 +37,16 @@ struct Tenant {
   std::string dedicated_deployment;      // the deployment of a kDedicated tenant
   bool disabled = false;
   int64_t created_at = 0;
+  // The most urgent workload class the tenant's keys may use; nullopt = its
+  // plan's (PlanMaxClass). A key may override it (ApiKey::max_class).
+  std::optional<WorkloadClass> max_class = std::nullopt;
+  // The class of a request that names none (clamped to the key's max).
+  WorkloadClass default_class = WorkloadClass::kInteractive;
 };
+
+// The max class of a plan whose tenant sets none: serverless -> interactive;
+// provisioned and dedicated -> realtime.
+WorkloadClass PlanMaxClass(PlanKind plan);
 
 struct ApiKey {
   std::string id;         // "key_<hex>": public, safe to log and to show
@@ -47,6 +57,9 @@ struct ApiKey {
   int64_t created_at = 0;
   int64_t expires_at = 0;  // 0 = never
   int64_t revoked_at = 0;  // 0 = not revoked
+  // Replaces the tenant's max class for this key (raise or lower); nullopt =
+  // the tenant's.
+  std::optional<WorkloadClass> max_class = std::nullopt;
 
   bool revoked() const { return revoked_at != 0; }
   bool expired(int64_t now_ms) const { return expires_at != 0 && now_ms >= expires_at; }
@@ -88,6 +101,10 @@ struct Price {
   double cached_input_per_mtok = 0;
   double output_per_mtok = 0;
   double replica_hour = 0;
+  // Multiplies the token prices of batch-class usage (service_tier batch);
+  // in (0, 1]. OpenAI's Batch API discount is 0.5. Replica-hours are not
+  // discounted.
+  double batch_factor = 1.0;
 };
 
 enum class UsageStatus {
@@ -121,6 +138,8 @@ struct UsageRecord {
   UsageStatus status = UsageStatus::kOk;
   int http_status = 200;
   int64_t started_at_ms = 0;
+  // The class the request ran at (priced with Price::batch_factor when batch).
+  WorkloadClass service_tier = WorkloadClass::kInteractive;
 };
 
 // Replica-hours a dedicated deployment ran for a tenant on one UTC day.
@@ -135,13 +154,15 @@ struct ReplicaHours {
 constexpr int64_t kDayMs = 86'400'000;
 inline int64_t DayStart(int64_t ms) { return ms >= 0 ? ms / kDayMs * kDayMs : (ms - kDayMs + 1) / kDayMs * kDayMs; }
 
-// Aggregation: group by any subset of tenant, key, model, day; filter by a
-// time range [from_ms, to_ms) and optionally one tenant / key / model.
+// Aggregation: group by any subset of tenant, key, model, day and service
+// tier; filter by a time range [from_ms, to_ms) and optionally one tenant /
+// key / model.
 struct UsageQuery {
   bool by_tenant = true;
   bool by_key = false;
   bool by_model = false;
   bool by_day = false;
+  bool by_tier = false;  // the workload class the requests ran at
   int64_t from_ms = 0;
   int64_t to_ms = INT64_MAX;
   std::string tenant_id;  // "" = all
@@ -165,6 +186,7 @@ struct UsageRow {
   int64_t ttft_ms_sum = 0;
   double replica_hours = 0;
   double cost = 0;
+  std::string service_tier;  // "batch" | "interactive" | "realtime" when grouped by tier, else ""
 };
 
 // Validation, shared by every store and the admin API. Messages name the
@@ -177,5 +199,8 @@ Status ValidateLimitRule(const LimitRule& r);
 Status ValidateReservation(const Reservation& r);
 Status ValidatePrice(const Price& p);
 Status ValidateUsageRecord(const UsageRecord& r);
+// A stored class name ("batch" | "interactive" | "realtime"); OpenAI's
+// service_tier aliases are for requests, not for records.
+Result<WorkloadClass> ParseStoredClass(std::string_view name);
 
 }  // namespace pagoda::tenancy

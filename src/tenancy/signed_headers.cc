@@ -12,7 +12,8 @@
 namespace pagoda::tenancy {
 namespace {
 
-constexpr std::string_view kCanonicalPrefix = "pagoda-tenant-v1";
+// v2: the workload class joined the signed fields (v1 had none).
+constexpr std::string_view kCanonicalPrefix = "pagoda-tenant-v2";
 constexpr double kMaxWeight = 1e6;
 constexpr size_t kMacBytes = 32;  // SHA-256
 
@@ -53,14 +54,28 @@ bool ParseInt(std::string_view s, Int* out) {
   return true;
 }
 
+// The names the signer writes, and only those (no service_tier aliases).
+bool ParseClass(std::string_view s, WorkloadClass* out) {
+  for (WorkloadClass c : {WorkloadClass::kBatch, WorkloadClass::kInteractive, WorkloadClass::kRealtime}) {
+    if (s == WorkloadClassName(c)) {
+      *out = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool IsClass(WorkloadClass c) { return static_cast<int>(c) < kWorkloadClassCount; }
+
 // docs/CONTROL_PLANE_SIGNING.md: the prefix, then each value, '\n' between.
 std::string Canonical(std::string_view request_id, std::string_view tenant, std::string_view key_id,
                       std::string_view plan, std::string_view weight, std::string_view priority,
-                      std::string_view cache_scope, std::string_view timestamp) {
+                      std::string_view cache_scope, std::string_view workload_class, std::string_view timestamp) {
   std::string s;
   s.reserve(kCanonicalPrefix.size() + request_id.size() + tenant.size() + key_id.size() + plan.size() +
-            weight.size() + priority.size() + cache_scope.size() + timestamp.size() + 8);
-  for (std::string_view part : {kCanonicalPrefix, request_id, tenant, key_id, plan, weight, priority, cache_scope}) {
+            weight.size() + priority.size() + cache_scope.size() + workload_class.size() + timestamp.size() + 9);
+  for (std::string_view part :
+       {kCanonicalPrefix, request_id, tenant, key_id, plan, weight, priority, cache_scope, workload_class}) {
     s.append(part);
     s.push_back('\n');
   }
@@ -143,6 +158,8 @@ Result<HeaderList> SignTenantHeaders(const TenantContext& ctx, std::string_view 
     }
   }
   if (!IsKnownPlan(ctx.plan)) return InvalidArgument("unknown plan (expected serverless, provisioned or dedicated)");
+  if (!IsClass(ctx.workload_class)) return InvalidArgument("unknown workload class");
+  const std::string workload_class = WorkloadClassName(ctx.workload_class);
   if (!std::isfinite(ctx.weight) || ctx.weight <= 0 || ctx.weight > kMaxWeight) {
     return InvalidArgument("the weight must be finite, positive and at most 1e6");
   }
@@ -150,12 +167,14 @@ Result<HeaderList> SignTenantHeaders(const TenantContext& ctx, std::string_view 
   const std::string priority = std::to_string(ctx.priority);
   const std::string timestamp = std::to_string(UnixSeconds(now));
   unsigned char mac[kMacBytes];
-  if (!Mac(secret, Canonical(request_id, ctx.tenant, ctx.key_id, ctx.plan, weight, priority, ctx.cache_scope, timestamp),
+  if (!Mac(secret,
+           Canonical(request_id, ctx.tenant, ctx.key_id, ctx.plan, weight, priority, ctx.cache_scope, workload_class,
+                     timestamp),
            mac)) {
     return Internal("HMAC-SHA256 failed");
   }
   HeaderList h;
-  h.reserve(9);
+  h.reserve(10);
   h.emplace_back(kHeaderRequestId, std::string(request_id));
   h.emplace_back(kHeaderTenant, ctx.tenant);
   h.emplace_back(kHeaderKeyId, ctx.key_id);
@@ -163,6 +182,7 @@ Result<HeaderList> SignTenantHeaders(const TenantContext& ctx, std::string_view 
   h.emplace_back(kHeaderWeight, weight);
   h.emplace_back(kHeaderPriority, priority);
   h.emplace_back(kHeaderCacheScope, ctx.cache_scope);
+  h.emplace_back(kHeaderClass, workload_class);
   h.emplace_back(kHeaderTimestamp, timestamp);
   h.emplace_back(kHeaderSignature, Hex(mac, kMacBytes));
   return h;
@@ -171,9 +191,9 @@ Result<HeaderList> SignTenantHeaders(const TenantContext& ctx, std::string_view 
 VerifyResult VerifyTenantHeaders(const HeaderLookup& headers, std::string_view secret,
                                  std::chrono::system_clock::time_point now, ReplayCache* replay) {
   VerifyResult out;
-  static constexpr const char* kTenantHeaders[] = {kHeaderTenant,     kHeaderKeyId,     kHeaderPlan,
-                                                   kHeaderWeight,     kHeaderPriority,  kHeaderCacheScope,
-                                                   kHeaderTimestamp,  kHeaderSignature};
+  static constexpr const char* kTenantHeaders[] = {kHeaderTenant,    kHeaderKeyId,      kHeaderPlan,
+                                                   kHeaderWeight,    kHeaderPriority,   kHeaderCacheScope,
+                                                   kHeaderClass,     kHeaderTimestamp,  kHeaderSignature};
   bool any = false;
   for (const char* name : kTenantHeaders) any = any || headers(name) != nullptr;
   if (!any) return out;  // kAbsent
@@ -192,17 +212,22 @@ VerifyResult VerifyTenantHeaders(const HeaderLookup& headers, std::string_view s
   const std::string* weight = get(kHeaderWeight);
   const std::string* priority = get(kHeaderPriority);
   const std::string* cache_scope = optional(kHeaderCacheScope);
+  const std::string* workload_class = get(kHeaderClass);
   const std::string* timestamp = get(kHeaderTimestamp);
   const std::string* signature = get(kHeaderSignature);
-  if (!request_id || !tenant || !plan || !weight || !priority || !timestamp || !signature) return out;
+  if (!request_id || !tenant || !plan || !weight || !priority || !workload_class || !timestamp || !signature) {
+    return out;
+  }
   if (request_id->empty() || !Carriable(*request_id, kMaxRequestIdBytes) || tenant->empty()) return out;
-  for (const std::string* v : {tenant, key_id, plan, weight, priority, cache_scope, timestamp}) {
+  for (const std::string* v : {tenant, key_id, plan, weight, priority, cache_scope, workload_class, timestamp}) {
     if (!Carriable(*v, kMaxFieldBytes)) return out;
   }
   unsigned char got[kMacBytes];
   if (!Unhex(*signature, got)) return out;
   unsigned char want[kMacBytes];
-  if (!Mac(secret, Canonical(*request_id, *tenant, *key_id, *plan, *weight, *priority, *cache_scope, *timestamp),
+  if (!Mac(secret,
+           Canonical(*request_id, *tenant, *key_id, *plan, *weight, *priority, *cache_scope, *workload_class,
+                     *timestamp),
            want)) {
     return out;
   }
@@ -215,7 +240,7 @@ VerifyResult VerifyTenantHeaders(const HeaderLookup& headers, std::string_view s
   int64_t ts = 0;
   TenantContext ctx;
   if (!ParseInt(*timestamp, &ts) || !IsKnownPlan(*plan) || !ParseWeight(*weight, &ctx.weight) ||
-      !ParseInt(*priority, &ctx.priority)) {
+      !ParseInt(*priority, &ctx.priority) || !ParseClass(*workload_class, &ctx.workload_class)) {
     return out;
   }
   const int64_t now_s = UnixSeconds(now);

@@ -1,5 +1,5 @@
-// Signed tenant headers: how the gateway tells a replica which tenant, plan
-// and priority a request belongs to, so that the replica schedules it fairly
+// Signed tenant headers: how the gateway tells a replica which tenant, plan,
+// priority and workload class a request belongs to, so that the replica schedules it fairly
 // and isolates its prefix cache, without trusting anything the client sent.
 // The gateway signs the fields with a secret it shares with its replicas
 // (HMAC-SHA256 over the request id, the fields and a timestamp); a replica
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/workload_class.h"
 
 namespace pagoda::tenancy {
 
@@ -36,6 +37,7 @@ inline constexpr const char* kHeaderPlan = "x-pagoda-plan";
 inline constexpr const char* kHeaderWeight = "x-pagoda-weight";
 inline constexpr const char* kHeaderPriority = "x-pagoda-priority";
 inline constexpr const char* kHeaderCacheScope = "x-pagoda-cache-scope";
+inline constexpr const char* kHeaderClass = "x-pagoda-class";
 inline constexpr const char* kHeaderTimestamp = "x-pagoda-timestamp";
 inline constexpr const char* kHeaderSignature = "x-pagoda-signature";
 
@@ -56,6 +58,9 @@ struct TenantContext {
   double weight = 1;        // fair-share weight, finite, in (0, 1e6]
   int32_t priority = 0;     // admission band, higher first (provisioned > serverless)
   std::string cache_scope;  // prefix-cache salt (e.g. the tenant, or tenant + key); may be empty
+  // The class the gateway resolved for the request (control::ResolveClass);
+  // sent by its name: "batch" | "interactive" | "realtime".
+  WorkloadClass workload_class = WorkloadClass::kInteractive;
   bool operator==(const TenantContext&) const = default;
 };
 
@@ -67,11 +72,12 @@ using HeaderList = std::vector<std::pair<std::string, std::string>>;
 using HeaderLookup = std::function<const std::string*(std::string_view name)>;
 
 // The headers for `ctx`: x-request-id (the caller must not send another),
-// the six x-pagoda-* fields, x-pagoda-timestamp (whole seconds of `now`)
+// the seven x-pagoda-* fields, x-pagoda-timestamp (whole seconds of `now`)
 // and x-pagoda-signature (64 lower-case hex digits). InvalidArgument for a
 // field the canonical string cannot carry (a control or non-ASCII byte,
-// leading or trailing space, too long), an unknown plan, a bad weight, an
-// empty tenant or request id, or a secret shorter than kMinSecretBytes.
+// leading or trailing space, too long), an unknown plan or workload class, a
+// bad weight, an empty tenant or request id, or a secret shorter than
+// kMinSecretBytes.
 Result<HeaderList> SignTenantHeaders(const TenantContext& ctx, std::string_view request_id, std::string_view secret,
                                      std::chrono::system_clock::time_point now);
 
@@ -99,7 +105,7 @@ class ReplayCache {
 enum class VerifyOutcome : uint8_t {
   kValid,
   kAbsent,        // no x-pagoda-* header at all (a direct client)
-  kMalformed,     // a field or the signature missing, unparsable or out of bounds
+  kMalformed,     // a field or the signature missing, unparsable or out of bounds (an unknown class too)
   kBadSignature,  // the signature does not match (forged, tampered, other secret)
   kStale,         // the timestamp is more than kMaxClockSkew from now
   kReplayed,      // this header set was already accepted

@@ -7,6 +7,7 @@
 
 #include "tenancy/api_key.h"
 #include "tenancy/store_schema.h"
+#include "tenancy/usage_sql.h"
 
 namespace pagoda::tenancy {
 namespace {
@@ -22,13 +23,28 @@ SqlValue Text(std::string_view s) { return std::string(s); }
 SqlValue Int(int64_t v) { return v; }
 
 constexpr const char* kTenantCols =
-    "id, name, plan, weight, share_cache_across_keys, dedicated_deployment, disabled, created_at";
-constexpr const char* kKeyCols = "id, tenant_id, name, hash, models, created_at, expires_at, revoked_at";
+    "id, name, plan, weight, share_cache_across_keys, dedicated_deployment, disabled, created_at, max_class, "
+    "default_class";
+constexpr const char* kKeyCols =
+    "id, tenant_id, name, hash, models, created_at, expires_at, revoked_at, max_class";
 constexpr const char* kUsageCols =
     "request_id, tenant_id, key_id, model, deployment, version, prompt_tokens, cached_tokens, completion_tokens, "
-    "queue_ms, ttft_ms, total_ms, status, http_status, started_at_ms";
-constexpr int kUsageColCount = 15;
+    "queue_ms, ttft_ms, total_ms, status, http_status, started_at_ms, service_tier";
+constexpr const char* kPriceCols =
+    "model, input_per_mtok, cached_input_per_mtok, output_per_mtok, replica_hour, batch_factor";
 constexpr const char* kBumpGeneration = "UPDATE store_generation SET generation = generation + 1 WHERE id = 1";
+
+// '' = unset (the plan's or the tenant's class).
+SqlValue OptionalClassText(const std::optional<WorkloadClass>& c) {
+  return c ? Text(WorkloadClassName(*c)) : Text("");
+}
+
+Result<std::optional<WorkloadClass>> OptionalClassFromText(const std::string& s, const std::string& what) {
+  if (s.empty()) return std::optional<WorkloadClass>();
+  auto c = ParseStoredClass(s);
+  if (!c.ok()) return DataLoss(what + " has an unknown workload class");
+  return std::optional<WorkloadClass>(*c);
+}
 
 Result<Tenant> TenantFromRow(const SqlRow& r) {
   Tenant t;
@@ -40,6 +56,10 @@ Result<Tenant> TenantFromRow(const SqlRow& r) {
   t.dedicated_deployment = SqlText(r[5]);
   t.disabled = SqlInt(r[6]) != 0;
   t.created_at = SqlInt(r[7]);
+  PAGODA_ASSIGN_OR_RETURN(t.max_class, OptionalClassFromText(SqlText(r[8]), "tenant " + t.id));
+  auto d = ParseStoredClass(SqlText(r[9]));
+  if (!d.ok()) return DataLoss("tenant " + t.id + " has an unknown default workload class");
+  t.default_class = *d;
   return t;
 }
 
@@ -58,6 +78,7 @@ Result<ApiKey> KeyFromRow(const SqlRow& r) {
   k.created_at = SqlInt(r[5]);
   k.expires_at = SqlInt(r[6]);
   k.revoked_at = SqlInt(r[7]);
+  PAGODA_ASSIGN_OR_RETURN(k.max_class, OptionalClassFromText(SqlText(r[8]), "key " + k.id));
   return k;
 }
 
@@ -75,9 +96,11 @@ LimitRule LimitFromRow(const SqlRow& r) {
 }
 
 Status InsertKeyRow(SqlConnection& c, const ApiKey& k) {
-  const Params p = {Text(k.id),        Text(k.tenant_id),  Text(k.name),       Text(k.hash),
-                    ModelsJson(k.models), Int(k.created_at), Int(k.expires_at), Int(k.revoked_at)};
-  return c.Exec(std::string("INSERT INTO api_keys (") + kKeyCols + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)", p).status();
+  const Params p = {Text(k.id),          Text(k.tenant_id),  Text(k.name),       Text(k.hash),
+                    ModelsJson(k.models), Int(k.created_at), Int(k.expires_at), Int(k.revoked_at),
+                    OptionalClassText(k.max_class)};
+  return c.Exec(std::string("INSERT INTO api_keys (") + kKeyCols + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", p)
+      .status();
 }
 
 Status RequireTenant(SqlConnection& c, std::string_view tenant_id) {
@@ -112,7 +135,9 @@ struct Grouping {
   std::string group_by;
 };
 
-Grouping GroupColumns(const UsageQuery& q, bool with_key, const char* day_expr) {
+// Columns: tenant, key, model, day, service tier. Replica-hours have no key
+// and no tier (`usage` false).
+Grouping GroupColumns(const UsageQuery& q, bool usage, const char* day_expr) {
   Grouping g;
   std::vector<std::string> grouped;
   auto add = [&](bool on, const std::string& expr) {
@@ -120,7 +145,7 @@ Grouping GroupColumns(const UsageQuery& q, bool with_key, const char* day_expr) 
     if (on) grouped.push_back(expr);
   };
   add(q.by_tenant, "tenant_id");
-  add(with_key && q.by_key, "key_id");
+  add(usage && q.by_key, "key_id");
   add(q.by_model, "model");
   if (q.by_day) {
     g.select += std::string(day_expr) + ", ";
@@ -128,6 +153,7 @@ Grouping GroupColumns(const UsageQuery& q, bool with_key, const char* day_expr) 
   } else {
     g.select += "0, ";
   }
+  add(usage && q.by_tier, "service_tier");
   for (size_t i = 0; i < grouped.size(); ++i) g.group_by += (i ? ", " : "") + grouped[i];
   return g;
 }
@@ -175,11 +201,12 @@ Result<Tenant> SqlTenantStore::CreateTenant(const Tenant& tenant) {
   Status st = AdminWrite("CreateTenant", [&](SqlConnection& c) -> Status {
     const Params p = {Text(t.id), Text(t.name), Text(PlanKindName(t.plan)), t.weight,
                       Int(t.share_cache_across_keys), Text(t.dedicated_deployment), Int(t.disabled),
-                      Int(t.created_at)};
+                      Int(t.created_at), OptionalClassText(t.max_class), Text(WorkloadClassName(t.default_class))};
     const Params idp = {Text(t.id)};
     PAGODA_ASSIGN_OR_RETURN(auto rows, c.Exec("SELECT 1 FROM tenants WHERE id = ?", idp));
     if (!rows.empty()) return InvalidArgument("tenant " + t.id + " already exists");
-    return c.Exec(std::string("INSERT INTO tenants (") + kTenantCols + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)", p).status();
+    return c.Exec(std::string("INSERT INTO tenants (") + kTenantCols + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", p)
+        .status();
   });
   if (!st.ok()) return st;
   return t;
@@ -212,10 +239,17 @@ Status SqlTenantStore::UpdateTenant(const Tenant& t) {
   if (Status v = ValidateTenant(t); !v.ok()) return Fail("UpdateTenant", v);
   return AdminWrite("UpdateTenant", [&](SqlConnection& c) -> Status {
     PAGODA_RETURN_IF_ERROR(RequireTenant(c, t.id));
-    const Params p = {Text(t.name), Text(PlanKindName(t.plan)), t.weight, Int(t.share_cache_across_keys),
-                      Text(t.dedicated_deployment), Int(t.disabled), Text(t.id)};
+    const Params p = {Text(t.name),
+                      Text(PlanKindName(t.plan)),
+                      t.weight,
+                      Int(t.share_cache_across_keys),
+                      Text(t.dedicated_deployment),
+                      Int(t.disabled),
+                      OptionalClassText(t.max_class),
+                      Text(WorkloadClassName(t.default_class)),
+                      Text(t.id)};
     return c.Exec("UPDATE tenants SET name = ?, plan = ?, weight = ?, share_cache_across_keys = ?, "
-                  "dedicated_deployment = ?, disabled = ? WHERE id = ?",
+                  "dedicated_deployment = ?, disabled = ?, max_class = ?, default_class = ? WHERE id = ?",
                   p)
         .status();
   });
@@ -390,11 +424,13 @@ Status SqlTenantStore::SetPrice(const Price& pr) {
   if (Status v = ValidatePrice(pr); !v.ok()) return Fail("SetPrice", v);
   return AdminWrite("SetPrice", [&](SqlConnection& c) -> Status {
     const Params p = {Text(pr.model), pr.input_per_mtok, pr.cached_input_per_mtok, pr.output_per_mtok,
-                      pr.replica_hour};
-    return c.Exec("INSERT INTO prices (model, input_per_mtok, cached_input_per_mtok, output_per_mtok, replica_hour) "
-                  "VALUES (?, ?, ?, ?, ?) ON CONFLICT (model) DO UPDATE SET input_per_mtok = excluded.input_per_mtok, "
-                  "cached_input_per_mtok = excluded.cached_input_per_mtok, output_per_mtok = excluded.output_per_mtok, "
-                  "replica_hour = excluded.replica_hour",
+                      pr.replica_hour, pr.batch_factor};
+    return c.Exec(std::string("INSERT INTO prices (") + kPriceCols +
+                      ") VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (model) DO UPDATE SET "
+                      "input_per_mtok = excluded.input_per_mtok, "
+                      "cached_input_per_mtok = excluded.cached_input_per_mtok, "
+                      "output_per_mtok = excluded.output_per_mtok, replica_hour = excluded.replica_hour, "
+                      "batch_factor = excluded.batch_factor",
                   p)
         .status();
   });
@@ -408,12 +444,11 @@ Status SqlTenantStore::DeletePrice(std::string_view model) {
 }
 
 Result<std::vector<Price>> SqlTenantStore::ListPrices() {
-  auto rows = db_->Query(
-      "SELECT model, input_per_mtok, cached_input_per_mtok, output_per_mtok, replica_hour FROM prices ORDER BY model");
+  auto rows = db_->Query(std::string("SELECT ") + kPriceCols + " FROM prices ORDER BY model");
   if (!rows.ok()) return Fail("ListPrices", rows.status());
   std::vector<Price> out;
   for (const SqlRow& r : *rows) {
-    out.push_back({SqlText(r[0]), SqlReal(r[1]), SqlReal(r[2]), SqlReal(r[3]), SqlReal(r[4])});
+    out.push_back({SqlText(r[0]), SqlReal(r[1]), SqlReal(r[2]), SqlReal(r[3]), SqlReal(r[4]), SqlReal(r[5])});
   }
   return out;
 }
@@ -425,33 +460,12 @@ Status SqlTenantStore::AppendUsage(std::span<const UsageRecord> records) {
     if (Status v = ValidateUsageRecord(r); !v.ok()) return Fail("AppendUsage", v);
   }
   if (records.empty()) return Status::Ok();
-  // Multi-row INSERTs of up to 64 records: one round trip each on PostgreSQL.
-  constexpr size_t kRowsPerStatement = 64;
-  Status st = db_->Transact(true, [&](SqlConnection& c) -> Status {
-    Params p;
-    for (size_t begin = 0; begin < records.size(); begin += kRowsPerStatement) {
-      const size_t n = std::min(kRowsPerStatement, records.size() - begin);
-      std::string sql = std::string("INSERT INTO usage_records (") + kUsageCols + ") VALUES ";
-      p.clear();
-      p.reserve(n * kUsageColCount);
-      for (size_t i = 0; i < n; ++i) {
-        const UsageRecord& r = records[begin + i];
-        sql += i ? ", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" : "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-        p.insert(p.end(), {Text(r.request_id), Text(r.tenant_id), Text(r.key_id), Text(r.model), Text(r.deployment),
-                           Text(r.version), Int(r.prompt_tokens), Int(r.cached_tokens), Int(r.completion_tokens),
-                           Int(r.queue_ms), Int(r.ttft_ms), Int(r.total_ms), Text(UsageStatusName(r.status)),
-                           Int(r.http_status), Int(r.started_at_ms)});
-      }
-      sql += " ON CONFLICT (request_id) DO NOTHING";
-      PAGODA_RETURN_IF_ERROR(c.Exec(sql, p).status());
-    }
-    return Status::Ok();
-  });
+  Status st = db_->Transact(true, [&](SqlConnection& c) { return InsertUsageRecords(c, records); });
   return st.ok() ? st : Fail("AppendUsage", st);
 }
 
 Result<std::vector<UsageRow>> SqlTenantStore::QueryUsage(const UsageQuery& q) {
-  const Grouping g = GroupColumns(q, /*with_key=*/true, "(started_at_ms / 86400000) * 86400000");
+  const Grouping g = GroupColumns(q, /*usage=*/true, "(started_at_ms / 86400000) * 86400000");
   std::string sql = "SELECT " + g.select +
                     "COUNT(*), COALESCE(SUM(CASE WHEN status <> 'ok' THEN 1 ELSE 0 END), 0), "
                     "COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(cached_tokens), 0), "
@@ -469,14 +483,15 @@ Result<std::vector<UsageRow>> SqlTenantStore::QueryUsage(const UsageQuery& q) {
     u.key_id = SqlText(r[1]);
     u.model = SqlText(r[2]);
     u.day_ms = SqlInt(r[3]);
-    u.requests = SqlInt(r[4]);
+    u.service_tier = SqlText(r[4]);
+    u.requests = SqlInt(r[5]);
     if (u.requests == 0) continue;  // ungrouped aggregate over no rows
-    u.errors = SqlInt(r[5]);
-    u.prompt_tokens = SqlInt(r[6]);
-    u.cached_tokens = SqlInt(r[7]);
-    u.completion_tokens = SqlInt(r[8]);
-    u.total_ms_sum = SqlInt(r[9]);
-    u.ttft_ms_sum = SqlInt(r[10]);
+    u.errors = SqlInt(r[6]);
+    u.prompt_tokens = SqlInt(r[7]);
+    u.cached_tokens = SqlInt(r[8]);
+    u.completion_tokens = SqlInt(r[9]);
+    u.total_ms_sum = SqlInt(r[10]);
+    u.ttft_ms_sum = SqlInt(r[11]);
     out.push_back(std::move(u));
   }
   return out;
@@ -514,6 +529,8 @@ Result<std::vector<UsageRecord>> SqlTenantStore::ListUsage(std::string_view tena
     u.status = status.ok() ? *status : UsageStatus::kError;
     u.http_status = static_cast<int>(SqlInt(r[13]));
     u.started_at_ms = SqlInt(r[14]);
+    auto tier = ParseStoredClass(SqlText(r[15]));
+    u.service_tier = tier.ok() ? *tier : WorkloadClass::kInteractive;
     out.push_back(std::move(u));
   }
   return out;
@@ -536,7 +553,7 @@ Status SqlTenantStore::AddReplicaHours(const ReplicaHours& h) {
 }
 
 Result<std::vector<UsageRow>> SqlTenantStore::QueryReplicaHours(const UsageQuery& q) {
-  const Grouping g = GroupColumns(q, /*with_key=*/false, "day_ms");
+  const Grouping g = GroupColumns(q, /*usage=*/false, "day_ms");
   std::string sql = "SELECT " + g.select + "COUNT(*), COALESCE(SUM(hours), 0) FROM replica_hours";
   Params p;
   // A day row covers [day_ms, day_ms + 1 day): rows whose day starts in range.
@@ -546,12 +563,12 @@ Result<std::vector<UsageRow>> SqlTenantStore::QueryReplicaHours(const UsageQuery
   if (!rows.ok()) return Fail("QueryReplicaHours", rows.status());
   std::vector<UsageRow> out;
   for (const SqlRow& r : *rows) {
-    if (SqlInt(r[4]) == 0) continue;
+    if (SqlInt(r[5]) == 0) continue;
     UsageRow u;
     u.tenant_id = SqlText(r[0]);
     u.model = SqlText(r[2]);
     u.day_ms = SqlInt(r[3]);
-    u.replica_hours = SqlReal(r[5]);
+    u.replica_hours = SqlReal(r[6]);
     out.push_back(std::move(u));
   }
   return out;

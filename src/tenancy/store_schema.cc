@@ -46,10 +46,57 @@ std::vector<std::string> V2(bool pg) {
   };
 }
 
+// The Batch and Files APIs (src/batch): file metadata (contents live in the
+// data directory), batches, and one row per input line, committed once. No
+// text: a line row says where its request is in the input file and where its
+// answer is in the batch's results file, both in the data directory.
+std::vector<std::string> V3(bool pg) {
+  (void)pg;
+  return {
+      "CREATE TABLE batch_files (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, purpose TEXT NOT NULL, "
+      "filename TEXT NOT NULL, bytes BIGINT NOT NULL, lines BIGINT NOT NULL DEFAULT 0, "
+      "created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL DEFAULT 0, deleted_at BIGINT NOT NULL DEFAULT 0)",
+      "CREATE INDEX batch_files_tenant ON batch_files (tenant_id, created_at)",
+      "CREATE TABLE batches (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, key_id TEXT NOT NULL, "
+      "endpoint TEXT NOT NULL, input_file_id TEXT NOT NULL, completion_window TEXT NOT NULL, "
+      "status TEXT NOT NULL, metadata TEXT NOT NULL DEFAULT 'null', errors TEXT NOT NULL DEFAULT 'null', "
+      "output_file_id TEXT NOT NULL DEFAULT '', error_file_id TEXT NOT NULL DEFAULT '', "
+      "total BIGINT NOT NULL DEFAULT 0, completed BIGINT NOT NULL DEFAULT 0, failed BIGINT NOT NULL DEFAULT 0, "
+      "created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, in_progress_at BIGINT NOT NULL DEFAULT 0, "
+      "finalizing_at BIGINT NOT NULL DEFAULT 0, completed_at BIGINT NOT NULL DEFAULT 0, "
+      "failed_at BIGINT NOT NULL DEFAULT 0, expired_at BIGINT NOT NULL DEFAULT 0, "
+      "cancelling_at BIGINT NOT NULL DEFAULT 0, cancelled_at BIGINT NOT NULL DEFAULT 0)",
+      "CREATE INDEX batches_tenant ON batches (tenant_id, created_at)",
+      "CREATE INDEX batches_status ON batches (status)",
+      "CREATE TABLE batch_lines (batch_id TEXT NOT NULL, line_no BIGINT NOT NULL, custom_id TEXT NOT NULL, "
+      "state TEXT NOT NULL, offset_bytes BIGINT NOT NULL DEFAULT 0, length_bytes BIGINT NOT NULL DEFAULT 0, "
+      "status_code INTEGER NOT NULL DEFAULT 0, result_offset BIGINT NOT NULL DEFAULT -1, "
+      "result_length BIGINT NOT NULL DEFAULT 0, request_id TEXT NOT NULL DEFAULT '', "
+      "PRIMARY KEY (batch_id, line_no))",
+      "CREATE INDEX batch_lines_state ON batch_lines (batch_id, state)",
+  };
+}
+
+// Workload classes (base/workload_class.h) and batch pricing: the classes a
+// tenant and a key may use ('' = the plan's / the tenant's), the class each
+// usage record ran at, and the price multiplier for batch-class tokens.
+std::vector<std::string> V4(bool pg) {
+  const std::string real = pg ? "DOUBLE PRECISION" : "REAL";
+  return {
+      "ALTER TABLE tenants ADD COLUMN max_class TEXT NOT NULL DEFAULT ''",
+      "ALTER TABLE tenants ADD COLUMN default_class TEXT NOT NULL DEFAULT 'interactive'",
+      "ALTER TABLE api_keys ADD COLUMN max_class TEXT NOT NULL DEFAULT ''",
+      "ALTER TABLE prices ADD COLUMN batch_factor " + real + " NOT NULL DEFAULT 1",
+      "ALTER TABLE usage_records ADD COLUMN service_tier TEXT NOT NULL DEFAULT 'interactive'",
+  };
+}
+
 std::vector<Migration> Build() {
   return {
       {1, "tenants, api keys, prices, usage records, generation", V1(false), V1(true)},
       {2, "limits, reservations, replica-hours", V2(false), V2(true)},
+      {3, "batch files, batches, batch lines", V3(false), V3(true)},
+      {4, "workload classes, usage service tier, batch price factor", V4(false), V4(true)},
   };
 }
 

@@ -12,6 +12,7 @@ Result<int64_t> TenantCache::Sync() {
   if (gen != generation_) {
     generation_ = gen;
     by_hash_.clear();
+    by_id_.clear();
     rules_loaded_ = false;
     limits_.clear();
     reservations_.clear();
@@ -20,47 +21,61 @@ Result<int64_t> TenantCache::Sync() {
   return gen;
 }
 
-Result<AuthContext> TenantCache::Authenticate(std::string_view credential, int64_t now_ms) {
-  PAGODA_ASSIGN_OR_RETURN(std::string_view secret, ParseBearer(credential));
-  const std::string hash = HashKey(secret, options_.pepper);
-  PAGODA_ASSIGN_OR_RETURN(int64_t gen, Sync());
-
-  Entry entry;
-  bool cached = false;
+Result<TenantCache::Entry> TenantCache::Lookup(std::unordered_map<std::string, Entry>& map,
+                                               const std::string& lookup_key, int64_t gen,
+                                               const std::function<Result<ApiKey>()>& load) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = by_hash_.find(hash); it != by_hash_.end()) {
-      entry = it->second;
-      cached = true;
+    if (auto it = map.find(lookup_key); it != map.end()) {
       ++stats_.hits;
-    } else {
-      ++stats_.misses;
+      return it->second;
     }
+    ++stats_.misses;
   }
-  if (!cached) {
-    auto key = store_.FindKeyByHash(hash);
-    if (key.ok()) {
-      auto tenant = store_.GetTenant(key->tenant_id);
-      if (!tenant.ok()) return tenant.status();
-      entry.found = true;
-      entry.key = std::move(*key);
-      entry.tenant = std::move(*tenant);
-    } else if (key.status().code() != StatusCode::kNotFound) {
-      return key.status();  // store trouble: fail closed
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    // Only when nothing changed since our generation read: a revocation that
-    // raced this lookup must not be hidden by a stale entry.
-    if (generation_ == gen) {
-      if (by_hash_.size() >= options_.max_entries) by_hash_.clear();
-      by_hash_.emplace(hash, entry);
-    }
+  Entry entry;
+  auto key = load();
+  if (key.ok()) {
+    auto tenant = store_.GetTenant(key->tenant_id);
+    if (!tenant.ok()) return tenant.status();
+    entry.found = true;
+    entry.key = std::move(*key);
+    entry.tenant = std::move(*tenant);
+  } else if (key.status().code() != StatusCode::kNotFound) {
+    return key.status();  // store trouble: fail closed
   }
-  if (!entry.found || !HashesEqual(entry.key.hash, hash)) return NotFound("invalid API key");
+  std::lock_guard<std::mutex> lock(mu_);
+  // Only when nothing changed since our generation read: a revocation that
+  // raced this lookup must not be hidden by a stale entry.
+  if (generation_ == gen) {
+    if (map.size() >= options_.max_entries) map.clear();
+    map.emplace(lookup_key, entry);
+  }
+  return entry;
+}
+
+Result<AuthContext> TenantCache::Admit(Entry entry, int64_t now_ms) {
   if (entry.key.revoked()) return NotFound("API key " + entry.key.id + " is revoked");
   if (entry.key.expired(now_ms)) return NotFound("API key " + entry.key.id + " has expired");
   if (entry.tenant.disabled) return NotFound("tenant " + entry.tenant.id + " is disabled");
   return AuthContext{std::move(entry.key), std::move(entry.tenant)};
+}
+
+Result<AuthContext> TenantCache::Authenticate(std::string_view credential, int64_t now_ms) {
+  PAGODA_ASSIGN_OR_RETURN(std::string_view secret, ParseBearer(credential));
+  const std::string hash = HashKey(secret, options_.pepper);
+  PAGODA_ASSIGN_OR_RETURN(int64_t gen, Sync());
+  PAGODA_ASSIGN_OR_RETURN(Entry entry, Lookup(by_hash_, hash, gen, [&] { return store_.FindKeyByHash(hash); }));
+  if (!entry.found || !HashesEqual(entry.key.hash, hash)) return NotFound("invalid API key");
+  return Admit(std::move(entry), now_ms);
+}
+
+Result<AuthContext> TenantCache::AuthenticateKeyId(std::string_view key_id, int64_t now_ms) {
+  if (key_id.empty() || key_id.size() > 64) return NotFound("unknown API key id");
+  const std::string id(key_id);
+  PAGODA_ASSIGN_OR_RETURN(int64_t gen, Sync());
+  PAGODA_ASSIGN_OR_RETURN(Entry entry, Lookup(by_id_, id, gen, [&] { return store_.GetKey(id); }));
+  if (!entry.found || entry.key.id != id) return NotFound("unknown API key id");
+  return Admit(std::move(entry), now_ms);
 }
 
 Status TenantCache::LoadRulesLocked() {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -51,6 +52,11 @@ class TenantCache {
   // Messages name the key id at most, never the secret.
   Result<AuthContext> Authenticate(std::string_view credential, int64_t now_ms);
 
+  // The same checks for a key named by its public id, for callers that are
+  // already trusted to act as that key (the server's internal principal; see
+  // ControlPlane::InternalToken). NotFound for an unknown id too.
+  Result<AuthContext> AuthenticateKeyId(std::string_view key_id, int64_t now_ms);
+
   // Rules that apply to a request of `auth` on `model`, most specific first:
   // key+model, key+any, tenant+model, tenant+any (absent ones left out).
   // From the snapshot of the last Authenticate's generation.
@@ -67,6 +73,12 @@ class TenantCache {
   };
   // Reads the generation; drops everything when it moved. Returns it.
   Result<int64_t> Sync();
+  // `entry` from the map `map` under `lookup_key`, or loaded with `load`
+  // (the key) and the key's tenant, then cached while `gen` is current.
+  Result<Entry> Lookup(std::unordered_map<std::string, Entry>& map, const std::string& lookup_key, int64_t gen,
+                       const std::function<Result<ApiKey>()>& load);
+  // Revoked, expired, disabled tenant -> NotFound.
+  static Result<AuthContext> Admit(Entry entry, int64_t now_ms);
   Status LoadRulesLocked();
 
   TenantStore& store_;
@@ -74,6 +86,7 @@ class TenantCache {
   mutable std::mutex mu_;
   int64_t generation_ = -1;
   std::unordered_map<std::string, Entry> by_hash_;
+  std::unordered_map<std::string, Entry> by_id_;
   bool rules_loaded_ = false;
   std::vector<LimitRule> limits_;
   std::vector<Reservation> reservations_;

@@ -47,7 +47,8 @@ class TenantStore {
   virtual Result<Tenant> CreateTenant(const Tenant& tenant) = 0;
   virtual Result<Tenant> GetTenant(std::string_view id) = 0;
   virtual Result<std::vector<Tenant>> ListTenants() = 0;
-  // Replaces name, plan, weight, sharing, dedicated deployment and disabled.
+  // Replaces name, plan, weight, sharing, dedicated deployment, disabled and
+  // the workload classes (max_class, default_class).
   virtual Status UpdateTenant(const Tenant& tenant) = 0;
 
   // Keys. InsertKey: the tenant must exist; id and hash must be new.
@@ -84,7 +85,8 @@ class TenantStore {
   // request_id is already stored is skipped, so a retried batch never counts
   // twice.
   virtual Status AppendUsage(std::span<const UsageRecord> records) = 0;
-  // Aggregated rows, ordered by the group columns (tenant, key, model, day).
+  // Aggregated rows, ordered by the group columns (tenant, key, model, day,
+  // service tier).
   virtual Result<std::vector<UsageRow>> QueryUsage(const UsageQuery& q) = 0;
   // Raw records in [from_ms, to_ms) of one tenant ("" = all), oldest first,
   // at most `limit` (for export and tests).
@@ -110,5 +112,10 @@ struct StoreOptions {
 // "postgresql://..." / "postgres://..." -> PostgreSQL. Runs pending schema
 // migrations (unless read_only).
 Result<std::unique_ptr<TenantStore>> OpenTenantStore(const std::string& url, const StoreOptions& options = {});
+
+// The same URL as a raw SqlDatabase, opened and migrated, for the other
+// tables of the store (the batch store, batch/batch_store.h).
+class SqlDatabase;
+Result<std::unique_ptr<SqlDatabase>> OpenStoreDatabase(const std::string& url, const StoreOptions& options = {});
 
 }  // namespace pagoda::tenancy

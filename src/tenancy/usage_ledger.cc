@@ -30,6 +30,7 @@ void Sanitize(UsageRecord* r) {
   r->prompt_tokens = std::max<int64_t>(0, r->prompt_tokens);
   r->completion_tokens = std::max<int64_t>(0, r->completion_tokens);
   r->cached_tokens = std::clamp<int64_t>(r->cached_tokens, 0, r->prompt_tokens);
+  if (static_cast<int>(r->service_tier) >= kWorkloadClassCount) r->service_tier = WorkloadClass::kInteractive;
 }
 
 }  // namespace
@@ -187,6 +188,7 @@ std::string MetadataLogLine(const UsageRecord& r) {
   text("model", r.model);
   text("deployment", r.deployment);
   text("version", r.version);
+  text("service_tier", WorkloadClassName(r.service_tier));
   text("status", UsageStatusName(r.status));
   num("http_status", r.http_status);
   num("prompt_tokens", r.prompt_tokens);

@@ -11,7 +11,7 @@
 namespace pagoda::tenancy {
 namespace {
 
-using GroupKey = std::tuple<std::string, std::string, std::string, int64_t>;
+using GroupKey = std::tuple<std::string, std::string, std::string, int64_t, std::string>;
 
 void Add(UsageRow* into, const UsageRow& r) {
   into->requests += r.requests;
@@ -35,10 +35,11 @@ std::string Number(double v) {
 
 double RowCost(const UsageRow& row, const Price& p) {
   const double uncached = static_cast<double>(std::max<int64_t>(0, row.prompt_tokens - row.cached_tokens));
-  return (uncached * p.input_per_mtok + static_cast<double>(row.cached_tokens) * p.cached_input_per_mtok +
-          static_cast<double>(row.completion_tokens) * p.output_per_mtok) /
-             1e6 +
-         row.replica_hours * p.replica_hour;
+  const double tokens = (uncached * p.input_per_mtok + static_cast<double>(row.cached_tokens) * p.cached_input_per_mtok +
+                         static_cast<double>(row.completion_tokens) * p.output_per_mtok) /
+                        1e6;
+  const double factor = row.service_tier == WorkloadClassName(WorkloadClass::kBatch) ? p.batch_factor : 1.0;
+  return tokens * factor + row.replica_hours * p.replica_hour;
 }
 
 UsageReport MakeUsageReport(const UsageQuery& query, std::vector<UsageRow> token_rows,
@@ -57,10 +58,11 @@ UsageReport MakeUsageReport(const UsageQuery& query, std::vector<UsageRow> token
       unpriced.insert(r.model);
     }
     GroupKey k{query.by_tenant ? r.tenant_id : "", query.by_key ? r.key_id : "", query.by_model ? r.model : "",
-               query.by_day ? r.day_ms : 0};
+               query.by_day ? r.day_ms : 0, query.by_tier ? r.service_tier : ""};
     auto [it, inserted] = groups.try_emplace(k);
     if (inserted) {
-      std::tie(it->second.tenant_id, it->second.key_id, it->second.model, it->second.day_ms) = k;
+      std::tie(it->second.tenant_id, it->second.key_id, it->second.model, it->second.day_ms,
+               it->second.service_tier) = k;
     }
     Add(&it->second, r);
   };
@@ -79,7 +81,8 @@ UsageReport MakeUsageReport(const UsageQuery& query, std::vector<UsageRow> token
 
 Result<UsageReport> BuildUsageReport(TenantStore& store, const UsageQuery& query) {
   UsageQuery by_model = query;
-  by_model.by_model = true;  // prices are per model
+  by_model.by_model = true;  // prices are per model ...
+  by_model.by_tier = true;   // ... and batch tokens take the batch factor
   PAGODA_ASSIGN_OR_RETURN(auto tokens, store.QueryUsage(by_model));
   PAGODA_ASSIGN_OR_RETURN(auto replicas, store.QueryReplicaHours(by_model));
   PAGODA_ASSIGN_OR_RETURN(auto prices, store.ListPrices());
@@ -104,6 +107,7 @@ nlohmann::json UsageReportJson(const UsageReport& report) {
     if (grouped && q.by_key) j["key_id"] = r.key_id;
     if (grouped && q.by_model) j["model"] = r.model;
     if (grouped && q.by_day) j["day"] = DayString(r.day_ms);
+    if (grouped && q.by_tier) j["service_tier"] = r.service_tier;
     j["requests"] = r.requests;
     j["errors"] = r.errors;
     j["prompt_tokens"] = r.prompt_tokens;
@@ -139,6 +143,7 @@ std::string UsageReportCsv(const UsageReport& report) {
   if (q.by_key) header.push_back("key_id");
   if (q.by_model) header.push_back("model");
   if (q.by_day) header.push_back("day");
+  if (q.by_tier) header.push_back("service_tier");
   for (const char* h : {"requests", "errors", "prompt_tokens", "cached_tokens", "completion_tokens", "total_ms_sum",
                         "ttft_ms_sum", "replica_hours", "cost"}) {
     header.push_back(h);
@@ -158,6 +163,7 @@ std::string UsageReportCsv(const UsageReport& report) {
     if (q.by_key) f.push_back(r.key_id);
     if (q.by_model) f.push_back(r.model);
     if (q.by_day) f.push_back(DayString(r.day_ms));
+    if (q.by_tier) f.push_back(r.service_tier);
     for (int64_t v : {r.requests, r.errors, r.prompt_tokens, r.cached_tokens, r.completion_tokens, r.total_ms_sum,
                       r.ttft_ms_sum}) {
       f.push_back(std::to_string(v));

@@ -198,7 +198,7 @@ TEST(ChatCompletionRequestTest, RecognisedButUnsupportedFieldsAreNamed) {
       {R"("prediction":{"type":"content","content":"x"})", "prediction"},
       {R"("reasoning_effort":"high")", "reasoning_effort"},
       {R"("store":true)", "store"},
-      {R"("service_tier":"flex")", "service_tier"},
+      {R"("service_tier":"turbo")", "service_tier"},
   };
   for (const auto& c : cases) {
     const std::string body = std::string(R"({"messages":[{"role":"user","content":"hi"}],)") + c.field + "}";
@@ -216,6 +216,23 @@ TEST(ChatCompletionRequestTest, OffValuesOfUnsupportedFeaturesAreAccepted) {
           "response_format":{"type":"text"},"modalities":["text"],"store":false,"metadata":{"k":"v"},
           "service_tier":"auto","prompt_cache_key":"abc"})");
   EXPECT_TRUE(r.ok()) << r.error().message;
+}
+
+TEST(ChatCompletionRequestTest, ServiceTierIsAWorkloadClass) {
+  const std::pair<const char*, std::optional<WorkloadClass>> cases[] = {
+      {"auto", std::nullopt},
+      {"default", WorkloadClass::kInteractive},
+      {"flex", WorkloadClass::kBatch},
+      {"priority", WorkloadClass::kRealtime},
+      {"batch", WorkloadClass::kBatch},
+      {"realtime", WorkloadClass::kRealtime},
+  };
+  for (const auto& [tier, want] : cases) {
+    auto r = ParseChatCompletionRequest(std::string(R"({"messages":[{"role":"user","content":"hi"}],"service_tier":")") +
+                                        tier + "\"}");
+    ASSERT_TRUE(r.ok()) << tier;
+    EXPECT_EQ(r->options.service_tier, want) << tier;
+  }
 }
 
 TEST(ChatCompletionRequestTest, UnknownFieldsAreRejectedUnlessLenient) {

@@ -556,6 +556,116 @@ TEST_P(AdminRoutesTest, SetsListsAndDeletesPrices) {
   EXPECT_EQ(Call("GET", "/admin/prices").j["data"].size(), 1u);
 }
 
+// ---- workload classes and batch pricing ----
+
+TEST_P(AdminRoutesTest, SetsWorkloadClassesOfTenantsAndKeys) {
+  Reply r = Call("POST", "/admin/tenants",
+                 json{{"id", "acme"}, {"name", "Acme"}, {"max_class", "batch"}, {"default_class", "batch"}});
+  ASSERT_EQ(r.status, 201) << r;
+  EXPECT_EQ(r.j["max_class"], "batch");
+  EXPECT_EQ(r.j["default_class"], "batch");
+  Reply plain = Call("POST", "/admin/tenants", json{{"id", "plain"}, {"name", "Plain"}});
+  ASSERT_EQ(plain.status, 201) << plain;
+  EXPECT_TRUE(plain.j["max_class"].is_null());  // the plan's
+  EXPECT_EQ(plain.j["default_class"], "interactive");
+
+  Reply up = Call("PATCH", "/admin/tenants/acme", json{{"max_class", "realtime"}});
+  ASSERT_EQ(up.status, 200) << up;
+  EXPECT_EQ(up.j["max_class"], "realtime");
+  EXPECT_EQ(up.j["default_class"], "batch");  // untouched
+  EXPECT_EQ(store_->GetTenant("acme")->max_class, WorkloadClass::kRealtime);
+  Reply cleared = Call("PATCH", "/admin/tenants/acme", R"({"max_class":null})");
+  ASSERT_EQ(cleared.status, 200) << cleared;
+  EXPECT_TRUE(cleared.j["max_class"].is_null());
+  EXPECT_FALSE(store_->GetTenant("acme")->max_class.has_value());
+
+  Reply key = Call("POST", "/admin/keys", json{{"tenant", "acme"}, {"max_class", "interactive"}});
+  ASSERT_EQ(key.status, 201) << key;
+  EXPECT_EQ(key.j["max_class"], "interactive");
+  EXPECT_EQ(store_->GetKey(key.j["id"].get<std::string>())->max_class, WorkloadClass::kInteractive);
+  Reply inherit = Call("POST", "/admin/keys", json{{"tenant", "acme"}});
+  ASSERT_EQ(inherit.status, 201) << inherit;
+  EXPECT_TRUE(inherit.j["max_class"].is_null());
+  EXPECT_TRUE(Call("GET", "/admin/keys/" + inherit.j["id"].get<std::string>()).j["max_class"].is_null());
+
+  // Bad values: 400 naming the field; nothing changed.
+  struct Case {
+    std::string method, path;
+    json body;
+    std::string param;
+  };
+  const std::vector<Case> bad = {
+      {"POST", "/admin/tenants", json{{"name", "x"}, {"max_class", "gold"}}, "max_class"},
+      {"POST", "/admin/tenants", json{{"name", "x"}, {"default_class", "flex"}}, "default_class"},
+      {"POST", "/admin/tenants", json{{"name", "x"}, {"max_class", 2}}, "max_class"},
+      {"PATCH", "/admin/tenants/acme", json{{"default_class", "urgent"}}, "default_class"},
+      {"PATCH", "/admin/tenants/acme", json{{"default_class", nullptr}, {"max_class", ""}}, "max_class"},
+      {"POST", "/admin/keys", json{{"tenant", "acme"}, {"max_class", "Realtime"}}, "max_class"},
+      {"POST", "/admin/keys", json{{"tenant", "acme"}, {"max_class", json::array({"batch"})}}, "max_class"},
+  };
+  for (const Case& c : bad) {
+    Reply b = Call(c.method, c.path, c.body);
+    EXPECT_EQ(b.status, 400) << c.body.dump() << " " << b;
+    EXPECT_EQ(b.param(), c.param) << c.body.dump() << " " << b;
+    EXPECT_NE(b.message().find(c.param), std::string::npos) << b;
+  }
+  EXPECT_EQ(Call("GET", "/admin/tenants").j["data"].size(), 2u);
+  EXPECT_EQ(store_->GetTenant("acme")->default_class, WorkloadClass::kBatch);
+}
+
+TEST_P(AdminRoutesTest, SetsTheBatchFactorAndReportsByServiceTier) {
+  Reply r = Call("PUT", "/admin/prices",
+                 json{{"model", "m"}, {"input_per_mtok", 0.15}, {"cached_input_per_mtok", 0.075},
+                      {"output_per_mtok", 0.6}, {"batch_factor", 0.5}});
+  ASSERT_EQ(r.status, 200) << r;
+  EXPECT_EQ(r.j["batch_factor"], 0.5);
+  Reply other = Call("PUT", "/admin/prices", json{{"model", "n"}, {"input_per_mtok", 1}, {"output_per_mtok", 1}});
+  EXPECT_EQ(other.j["batch_factor"], 1.0);  // absent: no discount
+  for (const json& f : {json(0), json(-0.5), json(1.01), json("half")}) {
+    Reply b = Call("PUT", "/admin/prices",
+                   json{{"model", "m"}, {"input_per_mtok", 1}, {"output_per_mtok", 1}, {"batch_factor", f}});
+    EXPECT_EQ(b.status, 400) << f.dump() << " " << b;
+    EXPECT_EQ(b.param(), "batch_factor") << b;
+  }
+  EXPECT_EQ(Call("GET", "/admin/prices").j["data"][0]["batch_factor"], 0.5);
+
+  CreateTenant("acme");
+  auto usage = [](std::string id, int64_t prompt, int64_t cached, int64_t completion, WorkloadClass tier) {
+    tenancy::UsageRecord u;
+    u.request_id = std::move(id);
+    u.tenant_id = "acme";
+    u.key_id = "key_1";
+    u.model = "m";
+    u.prompt_tokens = prompt;
+    u.cached_tokens = cached;
+    u.completion_tokens = completion;
+    u.started_at_ms = kJan10;
+    u.service_tier = tier;
+    return u;
+  };
+  const std::vector<tenancy::UsageRecord> records = {
+      usage("r1", 1'234'567, 234'567, 345'678, WorkloadClass::kInteractive),
+      usage("r2", 7'654'321, 654'321, 876'543, WorkloadClass::kBatch)};
+  ASSERT_TRUE(store_->AppendUsage(records).ok());
+  // By hand: 0.374999325 interactive + 0.8124999375 batch (half price).
+  Reply total = Call("GET", "/admin/usage?group_by=tenant");
+  ASSERT_EQ(total.status, 200) << total;
+  ASSERT_EQ(total.j["rows"].size(), 1u);
+  EXPECT_FALSE(total.j["rows"][0].contains("service_tier"));
+  EXPECT_NEAR(total.j["rows"][0]["cost"].get<double>(), 1.1874992625, 1e-12);
+  Reply tiers = Call("GET", "/admin/usage?group_by=tenant,service_tier");
+  ASSERT_EQ(tiers.status, 200) << tiers;
+  EXPECT_EQ(tiers.j["group_by"], json::array({"tenant", "service_tier"}));
+  ASSERT_EQ(tiers.j["rows"].size(), 2u);
+  EXPECT_EQ(tiers.j["rows"][0]["service_tier"], "batch");
+  EXPECT_NEAR(tiers.j["rows"][0]["cost"].get<double>(), 0.8124999375, 1e-12);
+  EXPECT_EQ(tiers.j["rows"][1]["service_tier"], "interactive");
+  Reply csv = Call("GET", "/admin/usage?group_by=service_tier&format=csv");
+  ASSERT_EQ(csv.status, 200) << csv;
+  EXPECT_EQ(csv.body.rfind("service_tier,requests,", 0), 0u) << csv.body;
+  EXPECT_EQ(Call("GET", "/admin/usage?group_by=tier").param(), "group_by");
+}
+
 // ---- usage ----
 
 struct Expected {

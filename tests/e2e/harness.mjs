@@ -116,10 +116,10 @@ export class Server {
 
 // A running `pagoda gateway --config <configPath>` on a free port, once its
 // /health answers: { proc, base, stderr (so far), exited, kill(sig), stop() }.
-export async function startGateway(bin, configPath, env = process.env) {
+export async function startGateway(bin, configPath, env = process.env, extraArgs = []) {
   const port = await freePort();
   const g = { base: `http://127.0.0.1:${port}`, stderr: '', exited: false };
-  g.proc = spawn(bin, ['gateway', '--config', configPath, '--listen', `127.0.0.1:${port}`],
+  g.proc = spawn(bin, ['gateway', '--config', configPath, '--listen', `127.0.0.1:${port}`, ...extraArgs],
                  { stdio: ['ignore', 'inherit', 'pipe'], env });
   g.proc.stderr.on('data', (d) => { g.stderr += d; process.stderr.write(d); });
   live.add(g.proc);

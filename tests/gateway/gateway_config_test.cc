@@ -260,5 +260,91 @@ TEST(GatewayConfigTest, TlsCertAndKeyGoTogetherAndMustBeReadable) {
   std::filesystem::remove(key);
 }
 
+const char* kScheduled = R"(
+[[models]]
+name = "m"
+[[models.deployments]]
+version = "v1"
+[[models.deployments.replicas]]
+url = "http://127.0.0.1:1001"
+name = "a"
+[[models.deployments.replicas]]
+url = "http://127.0.0.1:1002"
+name = "b"
+[models.deployments.schedule]
+time_zone = "+09:00"
+[[models.deployments.schedule.windows]]
+days = ["mon", "tue", "wed", "thu", "fri"]
+start = "08:00"
+end = "20:00"
+pool = "realtime"
+[[models.deployments.schedule.windows]]
+start = "20:00"
+end = "08:00"
+pool = "batch"
+replicas = ["b"]
+)";
+
+TEST(GatewayConfigTest, ParsesCapacitySchedules) {
+  auto c = ParseGatewayConfig(kScheduled);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const auto& s = c->models[0].deployments[0].schedule;
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->utc_offset_minutes, 540);
+  ASSERT_EQ(s->windows.size(), 2u);
+  EXPECT_EQ(s->windows[0].days, 0x1f);
+  EXPECT_EQ(s->windows[0].start, 8 * 60);
+  EXPECT_EQ(s->windows[0].pool, Pool::kRealtime);
+  EXPECT_TRUE(s->windows[0].replicas.empty());
+  EXPECT_EQ(s->windows[1].days, kEveryDay);
+  EXPECT_EQ(s->windows[1].end, 8 * 60);
+  EXPECT_EQ(s->windows[1].replicas, std::vector<std::string>{"b"});
+  auto none = ParseGatewayConfig(
+      "[[models]]\nname = \"m\"\n[[models.deployments]]\nversion = \"a\"\n[[models.deployments.replicas]]\n"
+      "url = \"http://localhost:1\"\n");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->models[0].deployments[0].schedule);
+}
+
+TEST(GatewayConfigTest, ScheduleErrorsNameTheirLineAndField) {
+  auto edit = [](const std::string& from, const std::string& to) {
+    std::string s = kScheduled;
+    const size_t pos = s.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    if (pos != std::string::npos) s.replace(pos, from.size(), to);
+    return s;
+  };
+  const std::vector<BadCase> cases = {
+      {"bad_start", edit("start = \"08:00\"", "start = \"8:00\""), "start = \"8:00\"",
+       "model 'm@v1' schedule window.start: '8:00' is not HH:MM"},
+      {"bad_end", edit("end = \"08:00\"", "end = \"08:99\""), "end = \"08:99\"", "window.end: '08:99' is out of range"},
+      {"iana_zone", edit("\"+09:00\"", "\"Asia/Tokyo\""), "time_zone", "schedule.time_zone: 'Asia/Tokyo' is not a fixed"},
+      {"missing_zone", edit("time_zone = \"+09:00\"\n", ""), "[models.deployments.schedule]",
+       "missing required key 'time_zone'"},
+      {"bad_pool", edit("pool = \"batch\"", "pool = \"cheap\""), "pool = \"cheap\"", "window.pool: 'cheap'"},
+      {"bad_day", edit("\"thu\"", "\"thursdai\""), "days =", "window.days: 'thursdai' is not a day"},
+      {"unknown_key", edit("pool = \"batch\"", "pool = \"batch\"\ncolour = 1"), "colour", "unknown key 'colour'"},
+      {"unknown_replica", edit("replicas = [\"b\"]", "replicas = [\"z\"]"),
+       "[[models.deployments.schedule.windows]]\nstart = \"20:00\"", "windows[1].replicas: 'z' is no replica"},
+      {"overlap", edit("end = \"08:00\"", "end = \"09:00\""),
+       "[[models.deployments.schedule.windows]]\nstart = \"20:00\"", "windows[0] and windows[1] overlap"},
+      {"too_many", edit("replicas = [\"b\"]", "replicas = 3"),
+       "[[models.deployments.schedule.windows]]\nstart = \"20:00\"", "3 replicas, but the deployment has 2"},
+      {"no_windows", "[[models]]\nname = \"m\"\n[[models.deployments]]\nversion = \"v1\"\n"
+                     "[[models.deployments.replicas]]\nurl = \"http://localhost:1\"\n"
+                     "[models.deployments.schedule]\ntime_zone = \"UTC\"\n",
+       "[models.deployments.schedule]", "no [[models.deployments.schedule.windows]]"},
+  };
+  for (const BadCase& bc : cases) {
+    auto c = ParseGatewayConfig(bc.text, "gw.toml");
+    EXPECT_FALSE(c.ok()) << bc.name;
+    if (c.ok()) continue;
+    const std::string& msg = c.status().message();
+    const std::string want = "gw.toml:" + std::to_string(LineOf(bc.text, bc.marker)) + ":";
+    EXPECT_EQ(msg.rfind(want, 0), 0u) << bc.name << ": " << msg << " (want prefix " << want << ")";
+    EXPECT_NE(msg.find(bc.problem), std::string::npos) << bc.name << ": " << msg;
+  }
+}
+
 }  // namespace
 }  // namespace pagoda::gateway

@@ -40,5 +40,25 @@ TEST(RequestInfoTest, ForcedUsageIsAddedToStreamsOnly) {
   EXPECT_EQ(RewriteModel(stream, "a"), stream);
 }
 
+TEST(RequestInfoTest, ClassComesFromTheHeaderElseTheServiceTierElseInteractive) {
+  auto cls = [](const char* body, const char* header) {
+    auto info = ParseRequestInfo(body);
+    EXPECT_TRUE(info.ok());
+    http::Request req;
+    if (header != nullptr) req.headers.Add("X-Pagoda-Service-Tier", header);
+    return RequestClass(info.ok() ? info.value() : RequestInfo{}, req);
+  };
+  EXPECT_EQ(cls(R"({"model":"m"})", nullptr), WorkloadClass::kInteractive);
+  EXPECT_EQ(cls(R"({"model":"m","service_tier":"auto"})", nullptr), WorkloadClass::kInteractive);
+  EXPECT_EQ(cls(R"({"model":"m","service_tier":"flex"})", nullptr), WorkloadClass::kBatch);
+  EXPECT_EQ(cls(R"({"model":"m","service_tier":"priority"})", nullptr), WorkloadClass::kRealtime);
+  EXPECT_EQ(cls(R"({"model":"m","service_tier":"batch"})", nullptr), WorkloadClass::kBatch);
+  EXPECT_EQ(cls(R"({"model":"m","service_tier":7})", nullptr), WorkloadClass::kInteractive);
+  EXPECT_EQ(cls(R"({"model":"m","service_tier":"flex"})", "realtime"), WorkloadClass::kRealtime);  // header wins
+  EXPECT_EQ(cls(R"({"model":"m","service_tier":"priority"})", "flex"), WorkloadClass::kBatch);
+  EXPECT_EQ(cls(R"({"model":"m","service_tier":"flex"})", "auto"), WorkloadClass::kBatch);  // "auto": as absent
+  EXPECT_EQ(cls(R"({"model":"m"})", "nonsense"), WorkloadClass::kInteractive);
+}
+
 }  // namespace
 }  // namespace pagoda::gateway

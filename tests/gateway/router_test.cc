@@ -244,6 +244,61 @@ TEST_F(RouterTest, ReloadKeepsStateOfReplicasThatStay) {
   EXPECT_TRUE(found);
 }
 
+TEST_F(RouterTest, RequestsGoOnlyToReplicasWhosePoolTakesTheirClass) {
+  by_id_["eu1"]->state().pool = Pool::kBatch;
+  by_id_["eu2"]->state().pool = Pool::kRealtime;
+  by_id_["us1"]->state().pool = Pool::kShared;
+  auto route = [&](WorkloadClass c, std::string_view zone = "eu") {
+    RouteRequest req;
+    req.model = "m";
+    req.zone = zone;
+    req.workload_class = c;
+    auto d = Route(*table_, req, now_);
+    EXPECT_TRUE(d.ok());
+    if (d.ok()) {
+      EXPECT_FALSE(d->pool_fallback);
+    }
+    return d.ok() ? d->replica->id() : "error";
+  };
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(route(WorkloadClass::kBatch), "eu1");
+    EXPECT_EQ(route(WorkloadClass::kInteractive), "eu2");
+    EXPECT_EQ(route(WorkloadClass::kRealtime), "eu2");
+  }
+  // The zone rule still applies within the pool; shared takes every class.
+  EXPECT_EQ(route(WorkloadClass::kBatch, "us"), "us1");
+  EXPECT_EQ(route(WorkloadClass::kRealtime, "us"), "us1");
+}
+
+TEST_F(RouterTest, NoEligibleReplicaInThePoolFallsBackToAnyAndSaysSo) {
+  by_id_["eu1"]->state().pool = Pool::kBatch;
+  by_id_["eu2"]->state().pool = Pool::kRealtime;
+  by_id_["us1"]->state().pool = Pool::kRealtime;
+  RouteRequest req;
+  req.model = "m";
+  req.zone = "eu";
+  // Realtime whose whole pool was tried already: never failed because of a schedule.
+  req.workload_class = WorkloadClass::kRealtime;
+  req.exclude = {"eu2", "us1"};
+  auto r = Route(*table_, req, now_);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->replica->id(), "eu1");
+  EXPECT_TRUE(r->pool_fallback);
+  // Batch with its pool down: any eligible replica, by the usual zone rule.
+  req.workload_class = WorkloadClass::kBatch;
+  req.exclude.clear();
+  Down("eu1");
+  auto d = Route(*table_, req, now_);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->replica->id(), "eu2");
+  EXPECT_TRUE(d->pool_fallback);
+  // Interactive still has its pool: no fallback.
+  req.workload_class = WorkloadClass::kInteractive;
+  auto i = Route(*table_, req, now_);
+  ASSERT_TRUE(i.ok());
+  EXPECT_FALSE(i->pool_fallback);
+}
+
 TEST_F(RouterTest, ServedNamesListModelsVersionsAndAliases) {
   const auto names = ServedModelNames(*table_);
   const std::vector<std::string> want = {"m", "m@v1", "m@v2", "private", "chat"};

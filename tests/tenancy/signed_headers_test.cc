@@ -1,10 +1,13 @@
 // Signed tenant headers: round trip, every field tampered, wrong secret,
-// clock skew both ways, replays, fields the canonical string cannot carry.
+// clock skew both ways, replays, fields the canonical string cannot carry,
+// workload classes (tampered or unknown).
 #include "tenancy/signed_headers.h"
 
 #include "tenancy/api_key.h"
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <algorithm>
 #include <atomic>
@@ -29,6 +32,7 @@ TenantContext Ctx() {
   c.weight = 2.5;
   c.priority = 1;
   c.cache_scope = "t_acme/key_42";
+  c.workload_class = WorkloadClass::kRealtime;
   return c;
 }
 
@@ -55,9 +59,10 @@ void SetHeader(HeaderList& h, std::string_view name, std::string value) {
 
 TEST(SignedHeadersTest, RoundTripsEveryField) {
   const HeaderList h = Signed();
-  ASSERT_EQ(h.size(), 9u);
+  ASSERT_EQ(h.size(), 10u);
   EXPECT_EQ(h[0].first, "x-request-id");
   EXPECT_EQ(h[0].second, "req-1");
+  EXPECT_EQ(*Lookup(h)("x-pagoda-class"), "realtime");
   EXPECT_EQ(*Lookup(h)("x-pagoda-timestamp"), "1760000000");
   EXPECT_EQ(Lookup(h)("x-pagoda-signature")->size(), 64u);
   VerifyResult r = VerifyTenantHeaders(Lookup(h), kSecret, kNow, nullptr);
@@ -66,7 +71,8 @@ TEST(SignedHeadersTest, RoundTripsEveryField) {
 }
 
 TEST(SignedHeadersTest, SignatureMatchesTheDocumentedCanonicalString) {
-  // docs/CONTROL_PLANE_SIGNING.md: HMAC-SHA256(secret, "pagoda-tenant-v1\nreq-1\nt\n\nserverless\n1\n0\n\n1760000000"),
+  // docs/CONTROL_PLANE_SIGNING.md:
+  // HMAC-SHA256(secret, "pagoda-tenant-v2\nreq-1\nt\n\nserverless\n1\n0\n\ninteractive\n1760000000"),
   // computed independently with `printf ... | openssl dgst -sha256 -hmac 0123456789abcdef0123456789abcdef`.
   TenantContext c;
   c.tenant = "t";
@@ -74,14 +80,18 @@ TEST(SignedHeadersTest, SignatureMatchesTheDocumentedCanonicalString) {
   const HeaderList h = Signed(c);
   EXPECT_EQ(*Lookup(h)("x-pagoda-weight"), "1");
   EXPECT_EQ(*Lookup(h)("x-pagoda-priority"), "0");
-  EXPECT_EQ(*Lookup(h)("x-pagoda-signature"), "7b2f5ca667c18d24066a9564ef34dd8953751115de331c252624d25c80e7d318");
+  EXPECT_EQ(*Lookup(h)("x-pagoda-class"), "interactive");
+  EXPECT_EQ(*Lookup(h)("x-pagoda-signature"), "2866676ae9fd772dbda8569c97966ce39f91903887774244d6213b94210d3d41");
+  c.workload_class = WorkloadClass::kBatch;
+  EXPECT_EQ(*Lookup(Signed(c))("x-pagoda-signature"),
+            "e81cc9c8029ba21f7bafcdb7465354332f536f89d7027336ffcf94c29b695d60");
 }
 
 TEST(SignedHeadersTest, RejectsEachTamperedField) {
   const std::vector<std::pair<std::string, std::string>> tampered = {
       {"x-request-id", "req-2"},          {"x-pagoda-tenant", "t_other"},   {"x-pagoda-key-id", "key_43"},
       {"x-pagoda-plan", "dedicated"},     {"x-pagoda-weight", "25"},        {"x-pagoda-priority", "9"},
-      {"x-pagoda-cache-scope", "t_other"}, {"x-pagoda-timestamp", "1760000001"}};
+      {"x-pagoda-cache-scope", "t_other"}, {"x-pagoda-class", "batch"},     {"x-pagoda-timestamp", "1760000001"}};
   for (const auto& [name, value] : tampered) {
     HeaderList h = Signed();
     SetHeader(h, name, value);
@@ -170,7 +180,7 @@ TEST(SignedHeadersTest, AbsentMissingAndMalformedHeaders) {
   unsigned_h.pop_back();
   EXPECT_EQ(VerifyTenantHeaders(Lookup(unsigned_h), kSecret, kNow, nullptr).outcome, VerifyOutcome::kMalformed);
   for (const char* name : {"x-request-id", "x-pagoda-tenant", "x-pagoda-plan", "x-pagoda-weight", "x-pagoda-priority",
-                           "x-pagoda-timestamp"}) {
+                           "x-pagoda-class", "x-pagoda-timestamp"}) {
     HeaderList h = Signed();
     h.erase(std::find_if(h.begin(), h.end(), [&](const auto& p) { return p.first == name; }));
     EXPECT_EQ(VerifyTenantHeaders(Lookup(h), kSecret, kNow, nullptr).outcome, VerifyOutcome::kMalformed) << name;
@@ -225,6 +235,62 @@ TEST(SignedHeadersTest, RefusesBadPlanWeightAndTenant) {
   c.tenant.clear();
   EXPECT_FALSE(SignTenantHeaders(c, "req-1", kSecret, kNow).ok());
   EXPECT_FALSE(SignTenantHeaders(Ctx(), "", kSecret, kNow).ok());
+}
+
+// The signature the gateway would compute over the received values.
+std::string Resign(const HeaderList& h) {
+  auto v = [&](const char* n) { return *Lookup(h)(n); };
+  const std::string canonical = "pagoda-tenant-v2\n" + v("x-request-id") + "\n" + v("x-pagoda-tenant") + "\n" +
+                                v("x-pagoda-key-id") + "\n" + v("x-pagoda-plan") + "\n" + v("x-pagoda-weight") +
+                                "\n" + v("x-pagoda-priority") + "\n" + v("x-pagoda-cache-scope") + "\n" +
+                                v("x-pagoda-class") + "\n" + v("x-pagoda-timestamp");
+  unsigned char mac[32];
+  unsigned int n = 0;
+  HMAC(EVP_sha256(), kSecret.data(), static_cast<int>(kSecret.size()),
+       reinterpret_cast<const unsigned char*>(canonical.data()), canonical.size(), mac, &n);
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned i = 0; i < n; ++i) {
+    hex += kDigits[mac[i] >> 4];
+    hex += kDigits[mac[i] & 15];
+  }
+  return hex;
+}
+
+TEST(SignedHeadersTest, CarriesEachWorkloadClassAndRejectsATamperedOrUnknownOne) {
+  for (WorkloadClass wc : {WorkloadClass::kBatch, WorkloadClass::kInteractive, WorkloadClass::kRealtime}) {
+    TenantContext c = Ctx();
+    c.workload_class = wc;
+    const HeaderList h = Signed(c);
+    EXPECT_EQ(*Lookup(h)("x-pagoda-class"), WorkloadClassName(wc));
+    VerifyResult r = VerifyTenantHeaders(Lookup(h), kSecret, kNow, nullptr);
+    ASSERT_TRUE(r.ok()) << VerifyOutcomeName(r.outcome);
+    EXPECT_EQ(r.context.workload_class, wc);
+  }
+  // A client (or a proxy) raising batch to realtime breaks the signature.
+  TenantContext batch = Ctx();
+  batch.workload_class = WorkloadClass::kBatch;
+  HeaderList h = Signed(batch);
+  SetHeader(h, "x-pagoda-class", "realtime");
+  EXPECT_EQ(VerifyTenantHeaders(Lookup(h), kSecret, kNow, nullptr).outcome, VerifyOutcome::kBadSignature);
+  // Validly signed but not one of our names (OpenAI's aliases included): malformed.
+  for (const char* unknown : {"gold", "flex", "priority", "Realtime", ""}) {
+    HeaderList u = Signed();
+    SetHeader(u, "x-pagoda-class", unknown);
+    SetHeader(u, "x-pagoda-signature", Resign(u));
+    EXPECT_EQ(VerifyTenantHeaders(Lookup(u), kSecret, kNow, nullptr).outcome, VerifyOutcome::kMalformed) << unknown;
+  }
+  // The control: re-signing a known name verifies.
+  HeaderList k = Signed();
+  SetHeader(k, "x-pagoda-class", "batch");
+  SetHeader(k, "x-pagoda-signature", Resign(k));
+  VerifyResult r = VerifyTenantHeaders(Lookup(k), kSecret, kNow, nullptr);
+  ASSERT_TRUE(r.ok()) << VerifyOutcomeName(r.outcome);
+  EXPECT_EQ(r.context.workload_class, WorkloadClass::kBatch);
+  // The signer refuses a value outside the enum.
+  TenantContext bad = Ctx();
+  bad.workload_class = static_cast<WorkloadClass>(7);
+  EXPECT_EQ(SignTenantHeaders(bad, "req-1", kSecret, kNow).status().code(), StatusCode::kInvalidArgument);
 }
 
 // The signature comparison (api_key.h's constant-time HashesEqual).

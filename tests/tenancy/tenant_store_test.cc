@@ -499,6 +499,70 @@ TEST_P(TenantStoreTest, MetersAndPricesReplicaHours) {
   EXPECT_NEAR(report->total.cost, 0.8 + 20.0, 1e-9);
 }
 
+TEST_P(TenantStoreTest, PricesBatchTierTokensWithTheBatchFactor) {
+  Price m{"m", 0.15, 0.075, 0.6, 0};
+  m.batch_factor = 0.5;
+  ASSERT_TRUE(store_->SetPrice(m).ok());
+  ASSERT_TRUE(store_->SetPrice({"full", 1.0, 1.0, 1.0, 0}).ok());  // batch_factor 1: no discount
+  Price zero = m;
+  zero.model = "zero";
+  zero.batch_factor = 0;
+  EXPECT_EQ(store_->SetPrice(zero).code(), StatusCode::kInvalidArgument);
+  zero.batch_factor = 1.5;
+  EXPECT_EQ(store_->SetPrice(zero).code(), StatusCode::kInvalidArgument);
+  auto record = [](std::string id, std::string model, int64_t prompt, int64_t cached, int64_t completion,
+                   WorkloadClass tier) {
+    UsageRecord r;
+    r.request_id = std::move(id);
+    r.tenant_id = "t1";
+    r.key_id = "k1";
+    r.model = std::move(model);
+    r.prompt_tokens = prompt;
+    r.cached_tokens = cached;
+    r.completion_tokens = completion;
+    r.started_at_ms = kNow;
+    r.service_tier = tier;
+    return r;
+  };
+  const std::vector<UsageRecord> records = {
+      record("r1", "m", 1'000'000, 200'000, 300'000, WorkloadClass::kInteractive),
+      record("r2", "m", 234'567, 34'567, 45'678, WorkloadClass::kRealtime),
+      record("r3", "m", 7'000'000, 600'000, 800'000, WorkloadClass::kBatch),
+      record("r4", "m", 654'321, 54'321, 76'543, WorkloadClass::kBatch),
+      record("r5", "full", 1'000'000, 0, 1'000'000, WorkloadClass::kBatch),
+  };
+  ASSERT_TRUE(store_->AppendUsage(records).ok());
+  // By hand, float64: m non-batch (1234567 - 234567 uncached, 234567 cached,
+  // 345678 out) = 0.15 + 0.017592525 + 0.2074068 = 0.374999325; m batch
+  // (7654321 - 654321, 654321, 876543) = (1.05 + 0.049074075 + 0.5259258) * 0.5
+  // = 0.8124999375; full batch = 2.0 * 1.
+  UsageQuery q;
+  auto report = BuildUsageReport(*store_, q);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->rows.size(), 1u);
+  EXPECT_NEAR(report->rows[0].cost, 0.374999325 + 0.8124999375 + 2.0, 1e-12);
+  EXPECT_EQ(report->rows[0].requests, 5);
+
+  q.by_tier = true;
+  q.model = "m";
+  auto rows = store_->QueryUsage(q);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ((*rows)[0].service_tier, "batch");
+  EXPECT_EQ((*rows)[0].prompt_tokens, 7'654'321);
+  EXPECT_EQ((*rows)[1].service_tier, "interactive");
+  EXPECT_EQ((*rows)[2].service_tier, "realtime");
+  auto tiers = BuildUsageReport(*store_, q);
+  ASSERT_TRUE(tiers.ok());
+  ASSERT_EQ(tiers->rows.size(), 3u);
+  EXPECT_NEAR(tiers->rows[0].cost, 0.8124999375, 1e-12);
+  EXPECT_NEAR(tiers->rows[1].cost + tiers->rows[2].cost, 0.374999325, 1e-12);
+  auto listed = store_->ListUsage("t1", 0, INT64_MAX, 10);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 5u);
+  EXPECT_EQ((*listed)[2].service_tier, WorkloadClass::kBatch);
+}
+
 TEST_P(TenantStoreTest, KeySecretsNeverReachTheDatabaseFiles) {
   MakeTenant("t1");
   std::vector<std::string> secrets;

@@ -209,7 +209,7 @@ TEST(UsageLedgerTest, MetadataLogLineHoldsOnlyMetadataFields) {
   r.total_ms = 900;
   EXPECT_EQ(MetadataLogLine(r),
             "request_id=req-1 tenant=t1 key=key_1 model=\"my model?\\\"x\\\"\" deployment=d version=v1 "
-            "status=rate_limited http_status=429 prompt_tokens=120 cached_tokens=100 completion_tokens=30 "
+            "service_tier=interactive status=rate_limited http_status=429 prompt_tokens=120 cached_tokens=100 completion_tokens=30 "
             "queue_ms=3 ttft_ms=40 total_ms=900 started_at_ms=1750000000000");
 }
 

@@ -46,6 +46,53 @@ TEST(UsageReportTest, PricesPerModelThenSumsIntoTheAskedGroups) {
   EXPECT_EQ(rep.total.prompt_tokens, 2'000'010);
 }
 
+TEST(UsageReportTest, PricesBatchTierTokensWithTheBatchFactor) {
+  Price p{"m", 2.0, 0.5, 8.0, 4.0};
+  p.batch_factor = 0.25;
+  UsageRow r = Row("t", "m", 0, 2'000'000, 500'000, 1'000'000);
+  r.replica_hours = 3;  // replica-hours are not discounted
+  EXPECT_DOUBLE_EQ(RowCost(r, p), 1.5 * 2.0 + 0.5 * 0.5 + 1.0 * 8.0 + 12.0);
+  r.service_tier = "batch";
+  EXPECT_DOUBLE_EQ(RowCost(r, p), 14.8125);  // (3 + 0.25 + 8) * 0.25 + 12
+  r.service_tier = "realtime";
+  EXPECT_DOUBLE_EQ(RowCost(r, p), 23.25);
+}
+
+TEST(UsageReportTest, SumsTiersUnlessGroupedByTierAndKeepsTheOutputStable) {
+  Price p{"m", 0.15, 0.075, 0.6, 0};
+  p.batch_factor = 0.5;
+  UsageRow interactive = Row("t", "m", 0, 1'234'567, 234'567, 345'678);
+  interactive.service_tier = "interactive";
+  UsageRow batch = Row("t", "m", 0, 7'654'321, 654'321, 876'543);
+  batch.service_tier = "batch";
+  // By hand: (1e6 * 0.15 + 234567 * 0.075 + 345678 * 0.6) / 1e6 = 0.374999325, and
+  // (7e6 * 0.15 + 654321 * 0.075 + 876543 * 0.6) / 1e6 * 0.5 = 0.8124999375.
+  UsageQuery q;
+  const UsageReport rep = MakeUsageReport(q, {interactive, batch}, {}, {p});
+  ASSERT_EQ(rep.rows.size(), 1u);
+  EXPECT_NEAR(rep.rows[0].cost, 1.1874992625, 1e-12);
+  EXPECT_EQ(rep.rows[0].service_tier, "");
+  EXPECT_EQ(rep.rows[0].prompt_tokens, 8'888'888);
+  const nlohmann::json j = UsageReportJson(rep);
+  EXPECT_FALSE(j["rows"][0].contains("service_tier"));
+  EXPECT_EQ(UsageReportCsv(rep).substr(0, UsageReportCsv(rep).find('\r')),
+            "tenant_id,requests,errors,prompt_tokens,cached_tokens,completion_tokens,total_ms_sum,ttft_ms_sum,"
+            "replica_hours,cost");
+
+  q.by_tier = true;
+  const UsageReport tiers = MakeUsageReport(q, {interactive, batch}, {}, {p});
+  ASSERT_EQ(tiers.rows.size(), 2u);
+  EXPECT_EQ(tiers.rows[0].service_tier, "batch");
+  EXPECT_NEAR(tiers.rows[0].cost, 0.8124999375, 1e-12);
+  EXPECT_EQ(tiers.rows[1].service_tier, "interactive");
+  EXPECT_NEAR(tiers.rows[1].cost, 0.374999325, 1e-12);
+  EXPECT_NEAR(tiers.total.cost, 1.1874992625, 1e-12);
+  EXPECT_EQ(UsageReportJson(tiers)["rows"][0]["service_tier"], "batch");
+  const std::string csv = UsageReportCsv(tiers);
+  EXPECT_EQ(csv.substr(0, csv.find(',', csv.find(',') + 1)), "tenant_id,service_tier");
+  EXPECT_NE(csv.find("\r\nt,batch,1,"), std::string::npos) << csv;
+}
+
 TEST(UsageReportTest, QuotesCsvFieldsPerRfc4180) {
   EXPECT_EQ(CsvField("plain"), "plain");
   EXPECT_EQ(CsvField("a,b"), "\"a,b\"");
