@@ -6,19 +6,20 @@
 //   ignore_eos so every request generates exactly that many) sent (a) as 64
 //   concurrent non-streaming HTTP requests and (b) as one batch (upload,
 //   create, poll until completed), alternated --reps times in one run.
-//   Reports each run's completion tokens/s, the medians, batch / streams, and
-//   the share of the batch's wall time its store commits took
-//   (pagoda_batch_commit_seconds_total).
+//   Reports each run's completion tokens/s, the medians, batch / streams, the
+//   share of the batch's wall time its store commits took
+//   (pagoda_batch_commit_seconds_total) and the runner thread's CPU share.
 // --mode realtime: time to first token of --probes sequential streaming
 //   requests with service_tier "priority" (realtime) on the idle server, then
-//   again while a batch of --requests lines runs; reports both medians, the
-//   ratio, and whether the batch then completes.
+//   again while a batch of --requests lines runs, then idle again; reports the
+//   idle median (before and after) and the busy one, the ratio, and whether
+//   the batch completes.
 //
 // Node >= 20, no dependencies. One JSON object on stdout.
 // Usage: node bench/batch_bench.mjs --bin build/bin/pagoda [--model M.gguf] [--mode throughput|realtime]
 //          [--requests 256] [--max-tokens 64] [--reps 3] [--threads 2] [--probes 20] [--extra "serve flags"]
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,7 +65,7 @@ const body = (i, extra = {}) => ({
 
 async function metric(name) {
   const text = await (await fetch(`${base}/metrics`)).text();
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
   return m ? Number(m[1]) : 0;
 }
 
@@ -111,7 +112,22 @@ async function waitBatch(id) {
   }
 }
 
+// CPU seconds of the server's batch runner thread (dispatch, commits, and the
+// in-process request handling it does for each line) from /proc.
+function runnerCpuSeconds() {
+  for (const t of readdirSync(`/proc/${server.pid}/task`)) {
+    try {
+      if (readFileSync(`/proc/${server.pid}/task/${t}/comm`, 'utf8').trim() !== 'pagoda-batch') continue;
+      const f = readFileSync(`/proc/${server.pid}/task/${t}/stat`, 'utf8');
+      const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+      return (Number(fields[11]) + Number(fields[12])) / 100;  // utime + stime, in clock ticks
+    } catch {}
+  }
+  return 0;
+}
+
 async function batchRun(tag) {
+  const cpu0 = runnerCpuSeconds();
   const commit0 = await metric('pagoda_batch_commit_seconds_total');
   const commits0 = await metric('pagoda_batch_commits_total');
   const { id, t0 } = await createBatch(nRequests, tag);
@@ -125,7 +141,7 @@ async function batchRun(tag) {
   for (const line of out.split('\n').filter(Boolean)) tokens += JSON.parse(line).response.body.usage.completion_tokens;
   const commitSeconds = (await metric('pagoda_batch_commit_seconds_total')) - commit0;
   const commits = (await metric('pagoda_batch_commits_total')) - commits0;
-  return { tokens, seconds, commit_seconds: commitSeconds, commits };
+  return { tokens, seconds, commit_seconds: commitSeconds, commits, runner_cpu_seconds: runnerCpuSeconds() - cpu0 };
 }
 
 async function ttft(i) {
@@ -148,7 +164,7 @@ async function ttft(i) {
 const result = { mode, requests: nRequests, max_tokens: maxTokens, args: serveArgs.join(' ') };
 if (mode === 'throughput') {
   await streams64();  // warm-up
-  const s = [], b = [], share = [];
+  const s = [], b = [], share = [], runner = [];
   for (let r = 0; r < reps; ++r) {
     const x = await streams64();
     s.push(x.tokens / x.seconds);
@@ -156,12 +172,19 @@ if (mode === 'throughput') {
     b.push(y.tokens / y.seconds);
     share.push(y.commit_seconds / y.seconds);
     result[`run${r}`] = { streams_tok_s: x.tokens / x.seconds, batch_tok_s: y.tokens / y.seconds, batch_commits: y.commits,
-                          commit_share: y.commit_seconds / y.seconds };
+                          commit_share: y.commit_seconds / y.seconds,
+                          runner_cpu_share: y.runner_cpu_seconds / y.seconds };
+    runner.push(y.runner_cpu_seconds / y.seconds);
   }
   result.streams_tok_s_median = quantile(s, 0.5);
   result.batch_tok_s_median = quantile(b, 0.5);
   result.batch_over_streams = result.batch_tok_s_median / result.streams_tok_s_median;
   result.commit_share_median = quantile(share, 0.5);
+  // The runner thread's CPU over the batch's wall time, as a share of the
+  // machine's cores the engine uses (-t): an upper bound on what dispatch and
+  // commits take from throughput (it includes parsing and tokenizing each
+  // line, which HTTP requests do on the I/O threads).
+  result.runner_cpu_share_of_one_core_median = quantile(runner, 0.5);
 } else {
   for (let i = 0; i < 3; ++i) await ttft(i);  // warm-up
   const idle = [];
@@ -172,6 +195,9 @@ if (mode === 'throughput') {
   for (let i = 0; i < probes; ++i) { busy.push(await ttft(probes + i)); await sleep(50); }
   const inFlightAfter = await metric('pagoda_batch_lines_in_flight');
   const b = await waitBatch(id);
+  // Idle again after the batch: the idle figure is the median of both sides.
+  for (let i = 0; i < probes; ++i) idle.push(await ttft(2 * probes + i));
+  result.steps_interrupted = await metric('pagoda:num_steps_interrupted_total');
   result.idle_ttft_ms_median = quantile(idle, 0.5);
   result.busy_ttft_ms_median = quantile(busy, 0.5);
   result.ratio = result.busy_ttft_ms_median / result.idle_ttft_ms_median;

@@ -149,6 +149,7 @@ Result<RequestHandle> Engine::Submit(EngineRequest request) {
       inbox_.push_back(std::move(s));
     }
     n_waiting_ += static_cast<int64_t>(seqs.size());
+    if (group->request.workload_class == WorkloadClass::kRealtime) realtime_arrived_.store(true);
   }
   cv_.notify_one();
   PAGODA_LOG(Debug) << "request " << group->request.id << " queued: " << group->request.prompt.size()
@@ -235,6 +236,7 @@ void Engine::TakeInbox() {
   {
     std::lock_guard lock(mu_);
     in.swap(inbox_);
+    realtime_arrived_.store(false);
   }
   for (auto& s : in) scheduler_.AddWaiting(std::move(s));
 }
@@ -266,8 +268,23 @@ bool Engine::RunBatch() {
     const size_t n_logits = static_cast<size_t>(plan_.n_logit_rows) * static_cast<size_t>(model_.n_vocab());
     // Prompt log-probability rows can outnumber the sequences.
     if (logits_.size() < n_logits) logits_.resize(n_logits);
+    // A step of only lower-class work gives way to a real-time arrival at
+    // once: the forward stops at its next layer, nothing is committed, and
+    // the next step takes the real-time prompt (its lower-class sequences
+    // paused, their KV kept).
+    bool realtime = false, lower = false;
+    for (const ScheduledChunk& c : plan_.chunks) {
+      (ClassOf(*c.seq) == WorkloadClass::kRealtime ? realtime : lower) = true;
+    }
+    const bool interruptible = lower && !realtime;
+    model_.set_interrupt(interruptible ? &realtime_arrived_ : nullptr);
     const Status st = model_.Forward(plan_.batch, *kv_, std::span<float>(logits_.data(), n_logits));
+    model_.set_interrupt(nullptr);
     if (st.ok()) break;
+    if (interruptible && st.code() == StatusCode::kDeadlineExceeded && realtime_arrived_.load()) {
+      ++stats_.steps_interrupted_total;
+      return true;
+    }
     if (st.code() != StatusCode::kResourceExhausted) {
       PAGODA_LOG(Error) << "forward pass of " << plan_.batch.size() << " tokens failed: " << st.ToString();
       std::vector<Sequence*> failed;

@@ -187,6 +187,9 @@ class Engine {
   EngineStats published_;
   std::thread thread_;
   std::atomic<bool> started_{false};
+  // A real-time request arrived since the last hand-over (set under mu_ by
+  // Submit, cleared by TakeInbox); interrupts a step of only lower-class work.
+  std::atomic<bool> realtime_arrived_{false};
 };
 
 }  // namespace pagoda

@@ -56,6 +56,9 @@ struct EngineStats {
   int64_t requests_rejected_total = 0;  // Submit refused: queue full
   int64_t preemptions_total = 0;        // preempted for KV cache space (the pool ran out mid-step)
   int64_t preemptions_class_total = 0;  // preempted to make room for a higher workload class
+  // Steps of only lower-class work abandoned mid-forward because a real-time
+  // request arrived (Model::set_interrupt); their work is redone later.
+  int64_t steps_interrupted_total = 0;
   int64_t kv_integrity_failures_total = 0;  // sequences stopped by the KV page integrity check
   // Tokens per engine step (vLLM's iteration_tokens_total histogram): its
   // count is the number of steps, its sum every batched token.

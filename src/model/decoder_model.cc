@@ -100,6 +100,7 @@ Status DecoderModel::Forward(const Batch& batch, KvCache& kv, std::span<float> l
   float* out = logits.data();
   for (int64_t start = 0; start < batch.size(); start += max_tokens_) {
     out = ForwardMicroBatch(batch, start, std::min(max_tokens_, batch.size() - start), kv, out);
+    if (out == nullptr) return DeadlineExceeded("forward interrupted");
   }
   return Status::Ok();
 }
@@ -176,6 +177,7 @@ float* DecoderModel::ForwardMicroBatch(const Batch& b, int64_t start, int64_t n,
 
   const int64_t n_out = static_cast<int64_t>(out_rows_.size());
   for (int64_t l = 0; l < config_.n_layer; ++l) {
+    if (interrupted()) return nullptr;
     const DecoderBlock& blk = w_.blocks[l];
     kernels::RmsNorm(x, blk.attn_norm, config_.rms_eps, ctx.n_tokens, n_embd, xn);
     blk.attn->Forward(ctx, static_cast<int>(l), xn, y);
@@ -192,6 +194,7 @@ float* DecoderModel::ForwardMicroBatch(const Batch& b, int64_t start, int64_t n,
       ctx.runs = std::span<const PhaseRun>(out_runs_.data(), n_out_runs);
       if (n_out == 0) return logits;
     }
+    if (interrupted()) return nullptr;  // also between attention and the FFN: half the wait
     kernels::RmsNorm(x, blk.ffn_norm, config_.rms_eps, ctx.n_tokens, n_embd, xn);
     blk.ffn->Forward(ctx, xn, y);
     AddInPlace(x, y, ctx.n_tokens * n_embd);

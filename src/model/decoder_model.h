@@ -54,6 +54,7 @@ class DecoderModel final : public Model {
                ThreadPool& pool, const ModelOptions& options);
   Status Validate(const Batch& batch, const KvCache& kv, std::span<float> logits) const;
   // Tokens [start, start + n) of the batch; returns the logits row after the last written.
+  // nullptr when interrupted (Model::set_interrupt).
   float* ForwardMicroBatch(const Batch& batch, int64_t start, int64_t n, KvCache& kv, float* logits);
   void GroupBySequence(const int32_t* seq_ids, int64_t n);
 

@@ -6,6 +6,8 @@
 // runs its kernels on the ThreadPool given at load, which must outlive it.
 #pragma once
 
+#include <atomic>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -55,6 +57,20 @@ class Model {
   // position or sequence, KV cache full, wrong cache layout, logits too
   // small) are reported before anything is written.
   virtual Status Forward(const Batch& batch, KvCache& kv, std::span<float> logits) = 0;
+
+  // Interruption: while `*flag` is true, Forward stops at its next layer
+  // boundary and returns DeadlineExceeded ("interrupted"), having written K/V
+  // only at this step's own positions (which the caller recomputes: nothing of
+  // the step is committed). The engine raises it when a real-time request
+  // arrives during a step that holds only lower-class work (docs/SCHEDULING.md).
+  // nullptr (the default): never. Set between steps, on the engine thread.
+  void set_interrupt(const std::atomic<bool>* flag) { interrupt_ = flag; }
+
+ protected:
+  bool interrupted() const { return interrupt_ != nullptr && interrupt_->load(std::memory_order_relaxed); }
+
+ private:
+  const std::atomic<bool>* interrupt_ = nullptr;
 };
 
 // Loads the model of `file`, choosing the implementation by

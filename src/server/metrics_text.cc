@@ -77,6 +77,9 @@ std::string RenderPrometheus(const EngineStats& s, std::string_view model_name) 
             static_cast<double>(s.preemptions_total));
   w.Counter("num_preemptions_class_total", "Sequences preempted to make room for a higher workload class.",
             static_cast<double>(s.preemptions_class_total));
+  w.Counter("num_steps_interrupted_total",
+            "Engine steps of only lower-class work abandoned mid-forward for an arriving real-time request.",
+            static_cast<double>(s.steps_interrupted_total));
   w.Counter("kv_cache_integrity_failures_total", "Sequences stopped because their KV cache pages changed under them.",
             static_cast<double>(s.kv_integrity_failures_total));
   w.Hist("iteration_tokens_total", "Tokens per engine step.", s.iteration_tokens);

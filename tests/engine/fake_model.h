@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -48,8 +49,18 @@ class FakeModel final : public Model {
     if (static_cast<int64_t>(logits.size()) < batch.n_outputs() * kVocab) return InvalidArgument("logits too small");
     if (kv.type() != KvType::kF32) return InvalidArgument("FakeModel needs an f32 KV cache");
     PAGODA_RETURN_IF_ERROR(kv.Prepare(batch));
+    if (before_forward) {
+      auto hook = std::move(before_forward);
+      before_forward = nullptr;
+      hook();
+    }
     batches.push_back(batch);
     for (int64_t i = 0; i < batch.size(); ++i) {
+      // Interruption (Model::set_interrupt) half-way: half the K/V written.
+      if (i == batch.size() / 2 && interrupted()) {
+        ++interrupted_forwards;
+        return DeadlineExceeded("forward interrupted");
+      }
       const float k = static_cast<float>(batch.tokens[i]);
       const float v = static_cast<float>(batch.positions[i]);
       kv.WriteK(0, batch.seq_ids[i], batch.positions[i], &k);
@@ -77,6 +88,10 @@ class FakeModel final : public Model {
     return Status::Ok();
   }
 
+  // Runs once, inside the next Forward (after Prepare): e.g. a Submit from
+  // another "thread" while a step runs.
+  std::function<void()> before_forward;
+  int interrupted_forwards = 0;
   std::vector<Batch> batches;
 
  private:

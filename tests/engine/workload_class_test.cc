@@ -190,6 +190,39 @@ TEST(WorkloadClassTest, LowerClassesPauseWhileAHigherPromptIsPending) {
   ExpectGreedy(**hi, pi, 3, "i");
 }
 
+TEST(WorkloadClassTest, ARealtimeArrivalInterruptsAStepOfOnlyLowerClassWork) {
+  FakeModel model;
+  auto engine = MakeEngine(model, FakeOptions());
+  const auto p1 = Ramp(6, 1), p2 = Ramp(7, 20), pr = Ramp(5, 40);
+  auto h1 = engine->Submit(Req(p1, 20, "b1", kBatch));
+  auto h2 = engine->Submit(Req(p2, 20, "b2", kBatch));
+  ASSERT_TRUE(engine->Step());
+  ASSERT_TRUE(engine->Step());  // both decoding
+  // A realtime request arrives while the next (batch-only) step runs.
+  std::shared_ptr<RequestChannel> hr;
+  model.before_forward = [&] { hr = std::move(engine->Submit(Req(pr, 4, "r", kRealtime))).value(); };
+  const size_t before = model.batches.size();
+  ASSERT_TRUE(engine->Step());
+  EXPECT_EQ(model.interrupted_forwards, 1);
+  EXPECT_EQ(engine->stats().steps_interrupted_total, 1);
+  // The next step is the realtime prompt alone (the batch paused, KV kept).
+  ASSERT_TRUE(engine->Step());
+  ASSERT_EQ(model.batches.size(), before + 2);
+  const Batch& next = model.batches.back();
+  EXPECT_EQ(next.size(), 5);
+  EXPECT_EQ(TokensOf(next, SlotOf(*engine, "b1")), 0);
+  // An interactive or batch arrival does not interrupt; a step holding
+  // realtime work is never interrupted.
+  model.before_forward = [&] { (void)engine->Submit(Req(Ramp(3, 50), 2, "i", kInteractive)); };
+  ASSERT_TRUE(engine->Step());
+  RunUntilIdle(*engine);
+  EXPECT_EQ(model.interrupted_forwards, 1);
+  // Half-written K/V of the abandoned step is recomputed: every answer is exact.
+  ExpectGreedy(**h1, p1, 20, "b1");
+  ExpectGreedy(**h2, p2, 20, "b2");
+  ExpectGreedy(*hr, pr, 4, "r");
+}
+
 TEST(WorkloadClassTest, PreemptsTheLatestLowerClassSequenceForASlot) {
   FakeModel model;
   EngineOptions o = FakeOptions();
