@@ -99,8 +99,9 @@ Status DecoderModel::Forward(const Batch& batch, KvCache& kv, std::span<float> l
   PAGODA_RETURN_IF_ERROR(kv.Prepare(batch));
   float* out = logits.data();
   for (int64_t start = 0; start < batch.size(); start += max_tokens_) {
+    stopped_ = false;
     out = ForwardMicroBatch(batch, start, std::min(max_tokens_, batch.size() - start), kv, out);
-    if (out == nullptr) return DeadlineExceeded("forward interrupted");
+    if (stopped_) return DeadlineExceeded("forward interrupted");
   }
   return Status::Ok();
 }
@@ -177,7 +178,7 @@ float* DecoderModel::ForwardMicroBatch(const Batch& b, int64_t start, int64_t n,
 
   const int64_t n_out = static_cast<int64_t>(out_rows_.size());
   for (int64_t l = 0; l < config_.n_layer; ++l) {
-    if (interrupted()) return nullptr;
+    if (interrupted()) return Stop();
     const DecoderBlock& blk = w_.blocks[l];
     kernels::RmsNorm(x, blk.attn_norm, config_.rms_eps, ctx.n_tokens, n_embd, xn);
     blk.attn->Forward(ctx, static_cast<int>(l), xn, y);
@@ -194,7 +195,7 @@ float* DecoderModel::ForwardMicroBatch(const Batch& b, int64_t start, int64_t n,
       ctx.runs = std::span<const PhaseRun>(out_runs_.data(), n_out_runs);
       if (n_out == 0) return logits;
     }
-    if (interrupted()) return nullptr;  // also between attention and the FFN: half the wait
+    if (interrupted()) return Stop();  // also between attention and the FFN: half the wait
     kernels::RmsNorm(x, blk.ffn_norm, config_.rms_eps, ctx.n_tokens, n_embd, xn);
     blk.ffn->Forward(ctx, xn, y);
     AddInPlace(x, y, ctx.n_tokens * n_embd);

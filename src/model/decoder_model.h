@@ -54,7 +54,7 @@ class DecoderModel final : public Model {
                ThreadPool& pool, const ModelOptions& options);
   Status Validate(const Batch& batch, const KvCache& kv, std::span<float> logits) const;
   // Tokens [start, start + n) of the batch; returns the logits row after the last written.
-  // nullptr when interrupted (Model::set_interrupt).
+  // Sets stopped_ when interrupted (Model::set_interrupt).
   float* ForwardMicroBatch(const Batch& batch, int64_t start, int64_t n, KvCache& kv, float* logits);
   void GroupBySequence(const int32_t* seq_ids, int64_t n);
 
@@ -62,6 +62,11 @@ class DecoderModel final : public Model {
   ModelConfig config_;
   DecoderWeights w_;
   KvCacheSpec kv_spec_;
+  float* Stop() {
+    stopped_ = true;
+    return nullptr;
+  }
+  bool stopped_ = false;  // the last micro-batch stopped on an interrupt
   ForwardStats stats_;  // accumulated over every Forward
   ThreadPool& pool_;
   int64_t max_tokens_ = 0;

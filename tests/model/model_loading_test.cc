@@ -341,5 +341,23 @@ TEST_F(ModelForwardErrorTest, BatchWithoutOutputsWritesTheCacheOnly) {
   EXPECT_EQ(kv_->SequenceLength(0), 2);
 }
 
+TEST_F(ModelForwardErrorTest, AnInterruptedForwardStopsAndARerunGivesTheSameLogits) {
+  Batch b;
+  for (int p = 0; p < 4; ++p) b.Add(5 + p, p, 0, p == 3);
+  ASSERT_TRUE(model_->Forward(b, *kv_, logits_).ok());
+  const std::vector<float> reference(logits_.begin(), logits_.begin() + model_->n_vocab());
+  // The same positions again, on a second sequence: interrupted, then rerun.
+  Batch c;
+  for (int p = 0; p < 4; ++p) c.Add(5 + p, p, 1, p == 3);
+  std::atomic<bool> flag{true};
+  model_->set_interrupt(&flag);
+  std::fill(logits_.begin(), logits_.end(), -1.0f);
+  EXPECT_EQ(model_->Forward(c, *kv_, logits_).code(), StatusCode::kDeadlineExceeded);
+  flag = false;  // a flag that is down never stops it
+  ASSERT_TRUE(model_->Forward(c, *kv_, logits_).ok());
+  model_->set_interrupt(nullptr);
+  for (int64_t i = 0; i < model_->n_vocab(); ++i) ASSERT_EQ(logits_[i], reference[i]) << i;
+}
+
 }  // namespace
 }  // namespace pagoda
