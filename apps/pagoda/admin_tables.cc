@@ -85,11 +85,15 @@ std::string RenderTable(const std::vector<std::string>& header, const std::vecto
 std::string TenantsTable(const json& j) {
   std::vector<std::vector<std::string>> rows;
   for (const json& t : Items(j)) {
+    const std::string max_class = Text(t, "max_class");
     rows.push_back({Text(t, "id"), Text(t, "name"), Text(t, "plan"), Text(t, "weight"),
+                    max_class == "-" ? "(plan)" : max_class, Text(t, "default_class"),
                     Text(t, "share_cache_across_keys"), Text(t, "dedicated_deployment"), Text(t, "disabled"),
                     TimeText(t.value("created_at", json()))});
   }
-  return RenderTable({"ID", "NAME", "PLAN", "WEIGHT", "SHARED_CACHE", "DEDICATED", "DISABLED", "CREATED"}, rows);
+  return RenderTable({"ID", "NAME", "PLAN", "WEIGHT", "MAX_CLASS", "DEFAULT_CLASS", "SHARED_CACHE", "DEDICATED",
+                      "DISABLED", "CREATED"},
+                     rows);
 }
 
 std::string KeysTable(const json& j) {
@@ -100,11 +104,13 @@ std::string KeysTable(const json& j) {
       models.clear();
       for (const json& m : k["models"]) models += (models.empty() ? "" : ",") + m.get<std::string>();
     }
+    const std::string max_class = Text(k, "max_class");
     rows.push_back({Text(k, "id"), Text(k, "tenant"), Text(k, "name"), Text(k, "status"), models,
-                    TimeText(k.value("created_at", json())), TimeText(k.value("expires_at", json())),
-                    TimeText(k.value("revoked_at", json()))});
+                    max_class == "-" ? "(tenant)" : max_class, TimeText(k.value("created_at", json())),
+                    TimeText(k.value("expires_at", json())), TimeText(k.value("revoked_at", json()))});
   }
-  return RenderTable({"ID", "TENANT", "NAME", "STATUS", "MODELS", "CREATED", "EXPIRES", "REVOKED"}, rows);
+  return RenderTable({"ID", "TENANT", "NAME", "STATUS", "MODELS", "MAX_CLASS", "CREATED", "EXPIRES", "REVOKED"},
+                     rows);
 }
 
 std::string LimitsTable(const json& j) {
@@ -127,9 +133,9 @@ std::string PricesTable(const json& j) {
   std::vector<std::vector<std::string>> rows;
   for (const json& p : Items(j)) {
     rows.push_back({Text(p, "model"), Text(p, "input_per_mtok"), Text(p, "cached_input_per_mtok"),
-                    Text(p, "output_per_mtok"), Text(p, "replica_hour")});
+                    Text(p, "output_per_mtok"), Text(p, "replica_hour"), Text(p, "batch_factor")});
   }
-  return RenderTable({"MODEL", "INPUT/MTOK", "CACHED/MTOK", "OUTPUT/MTOK", "REPLICA/HOUR"}, rows);
+  return RenderTable({"MODEL", "INPUT/MTOK", "CACHED/MTOK", "OUTPUT/MTOK", "REPLICA/HOUR", "BATCH_FACTOR"}, rows);
 }
 
 std::string UsageTable(const json& report) {

@@ -1,9 +1,11 @@
 #include "server/metrics_text.h"
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 
 #include "base/prometheus_text.h"
+#include "base/workload_class.h"
 
 namespace pagoda::server {
 namespace {
@@ -36,6 +38,15 @@ class Writer {
     out_ += std::string("pagoda:") + name + "_count{" + labels_ + "} " + std::to_string(h.count) + "\n";
   }
 
+  // One gauge, a series per workload class (label workload_class).
+  void ClassGauge(const char* name, const char* help, const std::array<int64_t, kWorkloadClassCount>& v) {
+    Head(name, "gauge", help);
+    for (int c = kWorkloadClassCount - 1; c >= 0; --c) {
+      out_ += std::string("pagoda:") + name + "{" + labels_ + ",workload_class=\"" +
+              WorkloadClassName(static_cast<WorkloadClass>(c)) + "\"} " + std::to_string(v[c]) + "\n";
+    }
+  }
+
   std::string Take() { return std::move(out_); }
 
  private:
@@ -58,6 +69,11 @@ std::string RenderPrometheus(const EngineStats& s, std::string_view model_name) 
   Writer w(model_name);
   w.Gauge("num_requests_running", "Sequences holding KV cache blocks.", static_cast<double>(s.requests_running));
   w.Gauge("num_requests_waiting", "Sequences waiting to be scheduled.", static_cast<double>(s.requests_waiting));
+  w.ClassGauge("num_requests_running_by_class", "Sequences holding KV cache blocks, by workload class.",
+               s.requests_running_by_class);
+  w.ClassGauge("num_requests_waiting_by_class",
+               "Sequences waiting to be scheduled, by workload class.",
+               s.requests_waiting_by_class);
   w.Gauge("kv_cache_usage_perc", "KV cache usage; 1 means 100 percent.", s.kv_usage);
   w.Gauge("kv_cache_capacity_tokens", "Tokens the KV cache holds at its element type (--kv-cache-dtype).",
           static_cast<double>(s.kv_capacity_tokens));

@@ -115,6 +115,13 @@ TEST_F(AdminCliTest, CreatesListsShowsAndUpdatesTenants) {
   CliRun list = Admin({"tenants", "list"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
   EXPECT_NE(list.out.find("Acme Corp"), std::string::npos) << list.out;
+  // Workload classes: the plan's max until one is set.
+  EXPECT_NE(list.out.find("MAX_CLASS"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("(plan)"), std::string::npos) << list.out;
+  ASSERT_EQ(Admin({"tenants", "update", "acme", "--max-class", "batch"}).exit_code, 0);
+  CliRun classes = Admin({"tenants", "list"});
+  EXPECT_EQ(classes.out.find("(plan)"), std::string::npos) << classes.out;
+  EXPECT_NE(classes.out.find("batch"), std::string::npos) << classes.out;
 
   json shown = Json({"tenants", "show", "acme"});
   EXPECT_EQ(shown["weight"], 2.0);

@@ -24,6 +24,28 @@ TEST(MetricsTextTest, HistogramBucketsAreCumulative) {
   EXPECT_EQ(text.substr(text.find("} ", pos) + 2, 1), "1");  // the largest finite bound: 1 of 2
 }
 
+TEST(MetricsTextTest, ClassSeriesAndClassCounters) {
+  EngineStats s;
+  s.requests_running_by_class = {5, 2, 1};  // batch, interactive, realtime
+  s.requests_waiting_by_class = {7, 0, 3};
+  s.preemptions_class_total = 4;
+  s.steps_interrupted_total = 9;
+  const std::string text = RenderPrometheus(s, "m");
+  for (const char* line : {
+           "pagoda:num_requests_running_by_class{model_name=\"m\",workload_class=\"batch\"} 5\n",
+           "pagoda:num_requests_running_by_class{model_name=\"m\",workload_class=\"interactive\"} 2\n",
+           "pagoda:num_requests_running_by_class{model_name=\"m\",workload_class=\"realtime\"} 1\n",
+           "pagoda:num_requests_waiting_by_class{model_name=\"m\",workload_class=\"batch\"} 7\n",
+           "pagoda:num_requests_waiting_by_class{model_name=\"m\",workload_class=\"realtime\"} 3\n",
+           "pagoda:num_preemptions_class_total{model_name=\"m\"} 4\n",
+           "pagoda:num_steps_interrupted_total{model_name=\"m\"} 9\n",
+       }) {
+    EXPECT_NE(text.find(line), std::string::npos) << line;
+  }
+  EXPECT_EQ(text.find("# TYPE pagoda:num_requests_running_by_class gauge"),
+            text.rfind("# TYPE pagoda:num_requests_running_by_class gauge"));  // one family
+}
+
 TEST(MetricsTextTest, IterationTokensIsAHistogramOfTokensPerStep) {
   EngineStats s;
   s.iteration_tokens.Observe(1);
