@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "base/log.h"
+#include "base/prometheus_text.h"
 #include "base/workload_class.h"
 #include "batch/batch_json.h"
 #include "batch/input_lines.h"
@@ -759,9 +759,8 @@ std::string BatchService::RenderMetrics() const {
       std::to_string(metrics_->lines_retried.load()));
   add("pagoda_batch_commits_total", "counter", "Store transactions committing batch line answers.",
       std::to_string(metrics_->commits.load()));
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(metrics_->commit_ns.load()) * 1e-9);
-  add("pagoda_batch_commit_seconds_total", "counter", "Time spent in those commits.", buf);
+  add("pagoda_batch_commit_seconds_total", "counter", "Time spent in those commits.",
+      PromNumber(static_cast<double>(metrics_->commit_ns.load()) * 1e-9));
   add("pagoda_batch_finished_total", "counter", "Batches finalized (any final status).",
       std::to_string(metrics_->batches_finished.load()));
   add("pagoda_batch_store_errors_total", "counter", "Batch store operations that failed (retried).",

@@ -62,6 +62,8 @@ namespace pagoda::control {
 // With the internal token as credential: the public id of the key the
 // request runs as (ControlPlane::InternalToken).
 inline constexpr const char* kOnBehalfOfHeader = "x-pagoda-on-behalf-of";
+// A request's workload class, beside its body's service_tier (wins over it).
+inline constexpr const char* kServiceTierHeader = "x-pagoda-service-tier";
 
 struct ControlPlaneOptions {
   // Tenants, keys, limits, prices and the usage ledger: "sqlite:///path.db"

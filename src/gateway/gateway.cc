@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/model_list.h"
-#include "batch/batch_routes.h"
+#include "batch/batch_setup.h"
 #include "base/log.h"
 #include "gateway/health_probe.h"
 #include "gateway/proxy.h"
@@ -191,41 +191,16 @@ http::Router Gateway::BuildRouter() {
 }
 
 Status Gateway::AddBatch(http::Router& router) {
-  control::ControlPlane* cp = control_.get();
-  if (!options_.batch_data_dir.empty()) {
-    // Lines go through a copy of the routes: the same keys, limits and
-    // routing (over every replica) as a request from the network.
-    auto internal = std::make_shared<const http::Router>(router);
-    const std::string store_url =
-        cp != nullptr ? cp->options().store_url : options_.batch_data_dir + "/batch.db";
-    // The directory first: the default store lives in it.
-    auto files = batch::FileStore::Open(options_.batch_data_dir);
-    if (!files.ok()) return files.status().WithContext("--data-dir");
-    auto store = batch::BatchStore::Open(store_url);
-    if (!store.ok()) return store.status().WithContext("--data-dir");
-    auto decorate = [cp](const batch::LineCall& call, http::Request& r) {
-      if (cp != nullptr) {
-        r.headers.Add("authorization", "Bearer " + cp->InternalToken());
-        r.headers.Add(control::kOnBehalfOfHeader, call.key_id);
-      }
-      r.headers.Add(kServiceTierHeader, "batch");
-    };
-    batch::BatchOptions bo = options_.batch;
-    bo.meter_usage = cp != nullptr;
-    batch_ = std::make_unique<batch::BatchService>(
-        std::move(bo), std::move(store).value(), std::move(files).value(),
-        std::make_unique<batch::RouterLineExecutor>(std::move(internal), std::move(decorate)));
-  }
-  batch::AddBatchRoutes(
-      router, batch_.get(),
-      [cp](const http::Request& r) -> std::variant<batch::Owner, http::Response> {
-        if (cp == nullptr) return batch::Owner{};
-        auto who = cp->Authenticate(r, "");
-        if (auto* refused = std::get_if<http::Response>(&who)) return std::move(*refused);
-        const auto& caller = std::get<control::Caller>(who);
-        return batch::Owner{caller.tenant.id, caller.key.id};
-      },
-      "start pagoda gateway with --data-dir DIR");
+  // Lines go through a copy of the routes: the same keys, limits and
+  // routing (over every replica) as a request from the network.
+  batch::BatchSetup bs;
+  bs.data_dir = options_.batch_data_dir;
+  bs.options = options_.batch;
+  bs.control = control_.get();
+  auto service = batch::OpenBatchService(std::move(bs), std::make_shared<const http::Router>(router));
+  if (!service.ok()) return service.status();
+  batch_ = std::move(service).value();
+  batch::AddBatchRoutesFor(router, batch_.get(), control_.get(), "start pagoda gateway with --data-dir DIR");
   return Status::Ok();
 }
 

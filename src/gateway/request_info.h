@@ -12,6 +12,7 @@
 
 #include "api/api_error.h"
 #include "base/workload_class.h"
+#include "control/control_plane.h"
 #include "http/message.h"
 
 namespace pagoda::gateway {
@@ -31,7 +32,7 @@ struct RequestInfo {
 
 // The header that names a request's class (ParseWorkloadClass's names); it
 // wins over the body's service_tier.
-inline constexpr const char* kServiceTierHeader = "x-pagoda-service-tier";
+using control::kServiceTierHeader;
 
 // The class a request asks for: the header when it names one, else the
 // body's service_tier; nullopt when neither does ("auto" counts as neither).

@@ -1,7 +1,7 @@
 #include "server/openai_server.h"
 
 #include "api/response_common.h"
-#include "batch/batch_routes.h"
+#include "batch/batch_setup.h"
 #include "control/admin_routes.h"
 #include "http/auth.h"
 #include "http/server.h"
@@ -115,46 +115,21 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
     ao.sla = &cp->sla();
     control::AddControlAdminRoutes(router, cp->store(), std::move(ao));
   }
-  if (!options.batch_data_dir.empty()) {
-    // Lines go through a copy of the routes so far (generation, guards): the
-    // same admission, limits and metering as a request from the network.
-    auto internal = std::make_shared<const http::Router>(router);
-    const std::string store_url =
-        st.control ? options.control.store_url : options.batch_data_dir + "/batch.db";
-    // The directory first: the default store lives in it.
-    auto files = batch::FileStore::Open(options.batch_data_dir);
-    if (!files.ok()) return files.status().WithContext("--data-dir");
-    auto store = batch::BatchStore::Open(store_url);
-    if (!store.ok()) return store.status().WithContext("--data-dir");
-    control::ControlPlane* cp = st.control.get();
-    auto decorate = [cp, key = st.api_key](const batch::LineCall& call, http::Request& r) {
-      if (cp != nullptr) {
-        r.headers.Add("authorization", "Bearer " + cp->InternalToken());
-        r.headers.Add(control::kOnBehalfOfHeader, call.key_id);
-      } else if (!key.empty()) {
-        r.headers.Add("authorization", "Bearer " + key);
-      }
-      r.headers.Add(kServiceTierHeader, "batch");
-    };
-    batch::BatchOptions bo = options.batch;
-    bo.limits = ctx.limits;
-    bo.meter_usage = cp != nullptr;
-    bo.deployment = ctx.model_id;
-    st.batch = std::make_unique<batch::BatchService>(
-        std::move(bo), std::move(store).value(), std::move(files).value(),
-        std::make_unique<batch::RouterLineExecutor>(std::move(internal), std::move(decorate)));
-    ctx.batch = st.batch.get();
-  }
-  batch::AddBatchRoutes(
-      router, st.batch.get(),
-      [cp = st.control.get()](const http::Request& r) -> std::variant<batch::Owner, http::Response> {
-        if (cp == nullptr) return batch::Owner{};  // --api-key (if any) was checked by the /v1/ guard
-        auto who = cp->Authenticate(r, "");
-        if (auto* refused = std::get_if<http::Response>(&who)) return std::move(*refused);
-        const auto& caller = std::get<control::Caller>(who);
-        return batch::Owner{caller.tenant.id, caller.key.id};
-      },
-      "start pagoda serve with --data-dir DIR");
+  // Lines go through a copy of the routes so far (generation, guards): the
+  // same admission, limits and metering as a request from the network.
+  batch::BatchSetup bs;
+  bs.data_dir = options.batch_data_dir;
+  bs.options = options.batch;
+  bs.options.limits = ctx.limits;
+  bs.options.deployment = ctx.model_id;
+  bs.control = st.control.get();
+  bs.api_key = st.api_key;
+  auto service = batch::OpenBatchService(std::move(bs), std::make_shared<const http::Router>(router));
+  if (!service.ok()) return service.status();
+  st.batch = std::move(service).value();
+  ctx.batch = st.batch.get();
+  // Without a control plane, --api-key (if any) was checked by the /v1/ guard.
+  batch::AddBatchRoutesFor(router, st.batch.get(), st.control.get(), "start pagoda serve with --data-dir DIR");
   http::ServerOptions http_options;
   http_options.address = options.host;
   http_options.port = options.port;

@@ -29,6 +29,6 @@ std::optional<http::Response> AdmitGeneration(ServeContext& ctx, const http::Req
                                               const std::string& model, int64_t prompt_tokens, int64_t max_tokens,
                                               std::optional<WorkloadClass> requested, JobSpec& spec);
 
-inline constexpr const char* kServiceTierHeader = "x-pagoda-service-tier";
+using control::kServiceTierHeader;
 
 }  // namespace pagoda::server
