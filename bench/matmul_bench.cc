@@ -83,7 +83,7 @@ const Weight& GetWeight(DType type, int64_t n_out, int64_t n_in) {
         std::memcpy(slot->bytes.data() + r * rb, slot->bytes.data() + (r % 64) * rb, rb);
       }
     }
-    const int64_t n_copies = std::max<int64_t>(1, kColdBytes / static_cast<int64_t>(slot->bytes.size()));
+    const int64_t n_copies = g_hot ? 1 : std::max<int64_t>(1, kColdBytes / static_cast<int64_t>(slot->bytes.size()));
     slot->copies.assign(n_copies, slot->bytes);
     for (const auto& c : slot->copies) {
       TensorView v;

@@ -38,7 +38,9 @@ int CmdMakeModel(int argc, char** argv) {
   app.add_option("--preset", preset, "a real model's shape: " + presets + " (then --type q4_0, --output-type q6_k)");
   app.add_option("-o,--output", out, "output GGUF path")->required();
   app.add_option("--arch", spec.arch, "llama | qwen2 | qwen3 | qwen2moe | qwen3moe | deepseek2 | glm4moe");
-  app.add_option("--type", type, "weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q4_k q5_k q6_k");
+  app.add_option("--type", type,
+                 "weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q4_k q5_k q6_k, or llama-quantize's mixes q4_k_m "
+                 "q5_k_m (attn_v and ffn_down of its more-bits layers Q6_K; output Q6_K)");
   app.add_option("--output-type", output_type, "type of output.weight (default: --type)");
   app.add_option("--expert-type", expert_type, "type of the expert tensors (default: --type)");
   app.add_option("--n-embd", spec.n_embd, "embedding size");
@@ -85,6 +87,11 @@ int CmdMakeModel(int argc, char** argv) {
   app.add_option("--seed", spec.seed, "RNG seed");
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
 
+  if (type == "q4_k_m" || type == "q5_k_m") {
+    spec.more_bits_mix = true;
+    type = type.substr(0, 4);
+    if (output_type.empty()) output_type = "q6_k";
+  }
   auto t = ParseDType(type);
   if (!t) return Fail("unknown --type '" + type + "'");
   spec.weight_type = *t;

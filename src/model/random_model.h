@@ -63,6 +63,10 @@ struct RandomModelSpec {
   std::vector<float> rope_freq_factors;
   DType weight_type = DType::kF16;       // matrices and token_embd
   std::optional<DType> output_type;      // output.weight; default weight_type
+  // llama-quantize's "_M" mix (Q4_K_M, Q5_K_M): attn_v and ffn_down of the
+  // layers its use_more_bits picks (the first and last eighth, and every
+  // third between) are Q6_K; the rest weight_type.
+  bool more_bits_mix = false;
   // Matrices whose rows do not fit weight_type's block (attn_k_b's rows are
   // qk_nope_dim long) take llama-quantize's fallback: Q4_K -> Q5_0,
   // Q5_K -> Q5_0, Q6_K -> Q8_0, then F16 when even that does not divide.

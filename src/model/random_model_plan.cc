@@ -39,7 +39,7 @@ float Sigma(float base, int64_t fan_in, double ref = 128.0) {
 }
 
 // llama.cpp's LLAMA_FTYPE for a model whose matrices are all `t`.
-uint32_t FileType(DType t) {
+uint32_t FileType(DType t, bool more_bits) {
   switch (t) {
     case DType::kF32: return 0;
     case DType::kF16: return 1;
@@ -50,13 +50,16 @@ uint32_t FileType(DType t) {
     case DType::kQ5_1: return 9;
     case DType::kQ2_K: return 10;
     case DType::kQ3_K: return 11;  // Q3_K_S
-    case DType::kQ4_K: return 14;  // Q4_K_S
-    case DType::kQ5_K: return 16;  // Q5_K_S
+    case DType::kQ4_K: return more_bits ? 15 : 14;  // Q4_K_M : Q4_K_S
+    case DType::kQ5_K: return more_bits ? 17 : 16;  // Q5_K_M : Q5_K_S
     case DType::kQ6_K: return 18;
     case DType::kBF16: return 32;
     default: return 0;
   }
 }
+
+// llama-quantize's use_more_bits(i_layer, n_layers).
+bool UseMoreBits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
 bool IsQuantized(DType t) { return t != DType::kF32 && t != DType::kF16 && t != DType::kBF16; }
 
@@ -98,7 +101,13 @@ class Planner {
     p_.push_back(Drawn(std::move(name), RowType(t, ne0), {ne0, ne1}, 0.0f, sigma));
   }
 
+  // attn_v / ffn_down of layer l: Q6_K where the _M mix gives it more bits.
+  DType MoreBitsType(int l) const {
+    return s_.more_bits_mix && UseMoreBits(l, s_.n_layer) ? DType::kQ6_K : wt_;
+  }
+
   void Layer(int l) {
+    layer_ = l;
     const std::string b = "blk." + std::to_string(l) + ".";
     Norm(b + "attn_norm.weight", s_.n_embd);
     if (IsMla(s_)) {
@@ -124,7 +133,7 @@ class Planner {
     if (bias) Bias(b + "attn_q.bias", q_dim);
     Mat(b + "attn_k.weight", wt_, n_embd, kv_dim, Sigma(0.25f, n_embd));
     if (bias) Bias(b + "attn_k.bias", kv_dim);
-    Mat(b + "attn_v.weight", wt_, n_embd, kv_dim, Sigma(0.2f, n_embd));
+    Mat(b + "attn_v.weight", MoreBitsType(layer_), n_embd, kv_dim, Sigma(0.2f, n_embd));
     if (bias) Bias(b + "attn_v.bias", kv_dim);
     if (qk_norm) {
       Norm(b + "attn_q_norm.weight", hd);
@@ -172,7 +181,8 @@ class Planner {
     const int64_t n_embd = s_.n_embd;
     Mat(b + "ffn_gate" + suffix + ".weight", wt_, n_embd, n_ff, Sigma(0.15f, n_embd));
     Mat(b + "ffn_up" + suffix + ".weight", wt_, n_embd, n_ff, Sigma(0.15f, n_embd));
-    Mat(b + "ffn_down" + suffix + ".weight", wt_, n_ff, n_embd, Sigma(0.1f, n_ff, 256.0));
+    Mat(b + "ffn_down" + suffix + ".weight", suffix.empty() ? MoreBitsType(layer_) : wt_, n_ff, n_embd,
+        Sigma(0.1f, n_ff, 256.0));
   }
 
   void Moe(const std::string& b) {
@@ -214,6 +224,7 @@ class Planner {
 
   const RandomModelSpec& s_;
   const DType wt_;
+  int layer_ = 0;
   std::vector<TensorPlan> p_;
 };
 
@@ -380,7 +391,7 @@ void WriteMetadata(const RandomModelSpec& s, GgufMetadata& md) {
   md.Set("general.architecture", a);
   md.Set("general.name", s.name);
   const DType main_type = moe ? s.expert_type.value_or(s.weight_type) : s.weight_type;
-  md.Set("general.file_type", FileType(main_type));
+  md.Set("general.file_type", FileType(main_type, s.more_bits_mix));
   if (IsQuantized(s.weight_type) || IsQuantized(main_type)) md.Set("general.quantization_version", uint32_t{2});
   md.Set(a + ".context_length", uint32_t(s.n_ctx));
   md.Set(a + ".embedding_length", uint32_t(s.n_embd));

@@ -397,6 +397,106 @@ struct PanelKernel {
   }
 };
 
+// ---------------------------------------------------------------- pre-packed Q4_K
+//
+// Decode reads every weight byte once per token, so the per-call panel's f32
+// scales (0.75 B per weight against the checkpoint's 0.5625) would cost more
+// bandwidth than the panel saves compute. The load-time copy
+// (PackedWeightStore) keeps, per 8-row group and super-block, the panel's
+// four units of level bytes (1024 B) and one scale record of 192 B:
+//   f32 d[8] and f32 -dmin[8] (rows in lanes; f16 widened exactly),
+//   u8 sc[8][8] and u8 m[8][8] (sub-block j, then row)
+// 1216 B per 2048 weights (0.594 B per weight, 1.056x the checkpoint). The
+// kernel widens sc and m with the same conversions and multiplies as
+// K4Scales, so dw and mw, and with them every output, are bitwise the
+// panel's and the fused kernel's.
+constexpr int64_t kQ4KPackedLevels = 4 * 256, kQ4KPackedRecord = 192;
+constexpr int64_t kQ4KPackedSuper = kQ4KPackedLevels + kQ4KPackedRecord;
+constexpr int64_t kPackedPrefetchAhead = 1536;  // bytes, as the Q4_0 packed kernel (0-6000 measured alike)
+
+int64_t Q4KPackedRowStride(int64_t n_in) { return n_in / kQK_K * kQ4KPackedSuper / 8; }
+
+void PackQ4KGroup(const uint8_t* w, int64_t ws, int64_t n_super, uint8_t* o) {
+  const bool to_l1 = NextGroupFitsL1(ws);
+  for (int64_t i = 0; i < n_super; ++i, o += kQ4KPackedSuper) {
+    const uint8_t* p = w + i * kBlockBytes<DType::kQ4_K>;
+    PrefetchNextGroup<kBlockBytes<DType::kQ4_K>>(w, ws, i, to_l1);
+    for (int c = 0; c < 4; ++c) {
+      __m256i v[8];
+      for (int r = 0; r < 8; ++r) v[r] = Load32(p + r * ws + offsetof(BlockQ4_K, qs) + 32 * c);
+      StoreTransposed(v, o + 256 * c);
+    }
+    uint8_t* rec = o + kQ4KPackedLevels;
+    __m256 d, dmin;
+    Halves8(p, ws, &d, &dmin);
+    _mm256_store_ps(reinterpret_cast<float*>(rec), d);
+    _mm256_store_ps(reinterpret_cast<float*>(rec + 32), _mm256_sub_ps(_mm256_setzero_ps(), dmin));
+    for (int r = 0; r < 8; ++r) {
+      uint64_t sc, m;
+      ScalesMinsK4(p + r * ws + 4, &sc, &m);
+      for (int j = 0; j < 8; ++j) {
+        rec[64 + 8 * j + r] = static_cast<uint8_t>(sc >> (8 * j));
+        rec[128 + 8 * j + r] = static_cast<uint8_t>(m >> (8 * j));
+      }
+    }
+  }
+}
+
+// Rows [0, n_rows), n_rows <= 8: one group (a partial one reads a padded copy).
+void PackQ4KRows(const uint8_t* w, int64_t ws, int64_t n_rows, int64_t n_in, uint8_t* dst) {
+  const int64_t n_super = n_in / kQK_K;
+  PackGroupsOf8(w, ws, n_rows, RawRowBytes<DType::kQ4_K>(n_in), 8 * Q4KPackedRowStride(n_in), dst,
+                [n_super](const uint8_t* g, int64_t gs, uint8_t* o) { PackQ4KGroup(g, gs, n_super, o); });
+}
+
+inline __m256 WidenU8(const uint8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+
+// Over the packed copy: register tile of G groups x T tokens.
+struct PackedQ4KKernel {
+  template <int G, int T>
+  static void Run(const uint8_t* p, int64_t gs, int64_t rows_left, const uint8_t* act, int64_t as, int64_t n_in,
+                  float* y, int64_t ldy) {
+    const int64_t nb = n_in / 32, n_super = n_in / kQK_K;
+    const int8_t* a[T];
+    for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const int8_t*>(act + t * as);
+    __m256 acc[G][T];
+    for (int g = 0; g < G; ++g)
+      for (int t = 0; t < T; ++t) acc[g][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n_super; ++i) {
+      const uint8_t* sp = p + i * kQ4KPackedSuper;
+      if constexpr (G == 1) {
+        const char* f = reinterpret_cast<const char*>(sp + kPackedPrefetchAhead);
+        for (int64_t o = 0; o < kQ4KPackedSuper; o += 64) _mm_prefetch(f + o, _MM_HINT_T0);
+      }
+      __m256 d[G], ndmin[G];
+      LoadF<G>(sp, gs, kQ4KPackedLevels, d);
+      LoadF<G>(sp, gs, kQ4KPackedLevels + 32, ndmin);
+      for (int j = 0; j < 8; ++j) {  // sub-block j: unit j / 2, low nibbles when j is even
+        const int64_t b = 8 * i + j;
+        __m256i s16[G][T], s[G][T];
+        SumLevels<G, T>(sp + 256 * (j / 2), gs, 0, 8, 4 * (j % 2), a, 32 * b, s16);
+        Widen(s16, s);
+        __m256 dw[G], mw[G];
+        for (int g = 0; g < G; ++g) {
+          const uint8_t* rec = sp + g * gs + kQ4KPackedLevels;
+          dw[g] = _mm256_mul_ps(WidenU8(rec + 64 + 8 * j), d[g]);
+          mw[g] = _mm256_mul_ps(WidenU8(rec + 128 + 8 * j), ndmin[g]);
+        }
+        Fold<true>(s, dw, mw, a, b, nb, n_in, acc);
+      }
+    }
+    StoreTile<G, T>(acc, rows_left, y, ldy);
+  }
+};
+
+template <int kG, int kT>
+void ComputePackedQ4K(const uint8_t* p, int64_t ps, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
+                      int64_t n_in, float* y, int64_t ldy) {
+  GroupTileLoop<PackedQ4KKernel, 8, kG, kT>(p, ps, n_rows, act, as, n_tok, n_in, y, ldy);
+}
+
 // The 32 levels of 32-block k (< 8) of a row's super-block b, element order.
 template <DType kType>
 inline __m256i RowLevels(const uint8_t* b, int k) {
@@ -527,6 +627,13 @@ const Plan kPanel[] = {MakePanelPlan<DType::kQ4_K>(), MakePanelPlan<DType::kQ5_K
 const Plan kFused[] = {MakeFusedPlan<DType::kQ4_K>(), MakeFusedPlan<DType::kQ5_K>(), MakeFusedPlan<DType::kQ6_K>()};
 // From kPanelMinTokens (thread CPU time, docs/PERFORMANCE.md "AVX2 K-quant
 // panel") the per-call panel pays for itself; below, the fused kernel.
+// Pre-packed Q4_K: one group x up to 4 tokens (weights read once per 4
+// tokens, prefetched) below kPackedQ4KPanelMin, the panel's 2 x 2 tile from it.
+constexpr int64_t kPackedQ4KPanelMin = 8;
+const Plan kPackedQ4KGemv = {ActBytesK, ConvertActK, nullptr, nullptr, ComputePackedQ4K<1, 4>, kFusedChunk,
+                             "avx2/packed-gemv"};
+const Plan kPackedQ4KPanel = {ActBytesK, ConvertActK, nullptr, nullptr, ComputePackedQ4K<kTileG, kTileT>, kPanelChunk,
+                              "avx2/packed-panel"};
 constexpr int64_t kPanelMin[] = {Traits<DType::kQ4_K>::kPanelMinTokens, Traits<DType::kQ5_K>::kPanelMinTokens,
                                  Traits<DType::kQ6_K>::kPanelMinTokens};
 
@@ -547,6 +654,29 @@ const Plan* Avx2KQuantPanelPlan(DType type, int64_t n_tokens, BatchPath path) {
   if (path == BatchPath::kGemv) return &kFused[i];
   if (path == BatchPath::kPanel) return &kPanel[i];
   return n_tokens >= kPanelMin[i] ? &kPanel[i] : &kFused[i];
+}
+
+const Plan* Avx2KQuantPackedPlan(DType type, int64_t n_tokens) {
+  if (type != DType::kQ4_K) return nullptr;
+  // From the per-call panel's threshold on, it reads the checkpoint's rows
+  // (its f32 scales cost less compute than widening the record's bytes):
+  // null sends MatMul there, with bitwise the same results.
+  if (n_tokens >= Traits<DType::kQ4_K>::kPanelMinTokens) return nullptr;
+  return n_tokens >= kPackedQ4KPanelMin ? &kPackedQ4KPanel : &kPackedQ4KGemv;
+}
+
+int64_t Avx2KQuantPackedBytes(DType type, int64_t n_rows, int64_t n_in) {
+  if (type != DType::kQ4_K || n_in % kQK_K != 0) return 0;
+  return (n_rows + 7) / 8 * 8 * Q4KPackedRowStride(n_in);
+}
+
+int64_t Avx2KQuantPackedRowStride(DType type, int64_t n_in) {
+  return type == DType::kQ4_K ? Q4KPackedRowStride(n_in) : 0;
+}
+
+void Avx2KQuantPackRows(DType type, const uint8_t* w, int64_t w_stride, int64_t n_rows, int64_t n_in, uint8_t* dst) {
+  PAGODA_CHECK(type == DType::kQ4_K) << "no AVX2 packed layout for " << DTypeName(type);
+  PackQ4KRows(w, w_stride, n_rows, n_in, dst);
 }
 
 }  // namespace pagoda::kernels::internal

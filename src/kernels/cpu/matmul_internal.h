@@ -74,5 +74,12 @@ int64_t Avx2PackedBytes(DType type, int64_t n_rows, int64_t n_in);
 int64_t Avx2PackedRowStride(DType type, int64_t n_in);
 void Avx2PackRows(DType type, const uint8_t* w, int64_t w_stride, int64_t n_rows, int64_t n_in, uint8_t* dst);
 const Plan* Avx2PackedPlan(DType type, int64_t n_tokens);
+// Their K-quant part (matmul_int8_kquant_avx2.cc): Q4_K, the panel's level
+// bytes with a compact per-super-block scale record (1.056x the checkpoint);
+// 0 / null for the other types.
+int64_t Avx2KQuantPackedBytes(DType type, int64_t n_rows, int64_t n_in);
+int64_t Avx2KQuantPackedRowStride(DType type, int64_t n_in);
+void Avx2KQuantPackRows(DType type, const uint8_t* w, int64_t w_stride, int64_t n_rows, int64_t n_in, uint8_t* dst);
+const Plan* Avx2KQuantPackedPlan(DType type, int64_t n_tokens);
 
 }  // namespace pagoda::kernels::internal

@@ -5,7 +5,9 @@
 // (matmul_int8_avx512.cc): the same bytes as the checkpoint's tensor (plus
 // padding to whole groups). On AVX2, Q4_0, Q4_1 and Q8_0 are stored as the
 // AVX2 int8 panel's groups of 8 rows (matmul_int8_avx2.cc; 1.1-1.2x the
-// checkpoint's bytes). Either way the results are bitwise the per-call
+// checkpoint's bytes), and Q4_K as the panel's level bytes with a compact
+// scale record (matmul_int8_kquant_avx2.cc; 1.056x, read below 16 tokens,
+// the checkpoint's rows from there). Either way the results are bitwise the per-call
 // panel's. Other ISAs and types are left as they are. MatMul reads
 // TensorView::packed when the active ISA (the one it was packed for,
 // TensorView::packed_isa) and batch path can use it.
