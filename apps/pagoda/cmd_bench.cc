@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/compute_peak.h"
 #include "base/cpu_info.h"
 #include "base/mem_bandwidth.h"
 #include "base/thread_pool.h"
@@ -88,11 +89,24 @@ void PrintKernelPaths(const LinearWeights& lw, const SpeedBenchOptions& opt) {
   }
 }
 
-// pp: achieved GOP/s, 2 x linear-weight params per token (attention left out;
-// no compute peak is claimed: the int8 rate of this CPU is not measured).
-std::string PpBound(const LinearWeights& lw, double tps) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f GOP/s", 2.0 * lw.prefill_params * tps / 1e9);
+// pp: achieved GOP/s, 2 x linear-weight params per token (attention left out),
+// and, where the kernels run the AVX2 code the peak was measured with, its
+// share of that peak: the f32 FMA peak when most prefill weight bytes are
+// F16/BF16/F32 (dequantized to f32 tiles), else the vpmaddubsw one.
+std::string PpBound(const LinearWeights& lw, const std::optional<ComputePeak>& peak, double tps) {
+  const double ops = 2.0 * lw.prefill_params * tps;
+  char buf[160];
+  int n = std::snprintf(buf, sizeof buf, "%.1f GOP/s", ops / 1e9);
+  if (!peak || peak->f32_fma_flops <= 0 || kernels::ActiveIsa() != kernels::Isa::kAvx2) return buf;
+  int64_t float_bytes = 0, total = 0;
+  for (const auto& g : lw.groups) {
+    if (g.head) continue;
+    total += g.bytes;
+    if (g.type == DType::kF16 || g.type == DType::kBF16 || g.type == DType::kF32) float_bytes += g.bytes;
+  }
+  const bool fp = 2 * float_bytes > total;
+  const double p = fp ? peak->f32_fma_flops : peak->int8_ops;
+  std::snprintf(buf + n, sizeof buf - n, ", %.0f %% of the %s peak", 100.0 * ops / p, fp ? "f32 FMA" : "int8");
   return buf;
 }
 
@@ -120,7 +134,8 @@ std::string TgBound(const LinearWeights& lw, const Model& model, const SpeedBenc
 
 // The llama-bench table, with the bound column.
 void PrintTable(const LoadedModel& loaded, const SpeedBenchOptions& opt, int threads, const LinearWeights& lw,
-                const std::optional<MemBandwidth>& bw, const SpeedBenchResult& res) {
+                const std::optional<MemBandwidth>& bw, const std::optional<ComputePeak>& peak,
+                const SpeedBenchResult& res) {
   uint64_t bytes = 0, params = 0;
   for (const auto& t : loaded.file->tensors()) {
     bytes += static_cast<uint64_t>(t.nbytes);
@@ -147,7 +162,7 @@ void PrintTable(const LoadedModel& loaded, const SpeedBenchOptions& opt, int thr
     std::string depth = opt.n_depth > 0 ? " @ d" + std::to_string(opt.n_depth) : "";
     if (tg && opt.n_parallel > 1) depth += " x" + std::to_string(opt.n_parallel) + " seqs";
     const double tps = Median(v);
-    const std::string bound = tg ? TgBound(lw, *loaded.model, opt, bw, res, tps) : PpBound(lw, tps);
+    const std::string bound = tg ? TgBound(lw, *loaded.model, opt, bw, res, tps) : PpBound(lw, peak, tps);
     std::printf("| %s | %s | %.2f MiB | %.2f M | %d | %s%d%s | %.2f | %s | %s |\n", name.c_str(), arch.c_str(),
                 bytes / 1048576.0, params / 1e6, threads, tg ? "tg" : "pp", n, depth.c_str(), tps,
                 fmt_samples(v).c_str(), bound.c_str());
@@ -182,7 +197,7 @@ int CmdBench(int argc, char** argv) {
       ->excludes(model_opt);
   app.add_option("--membw-passes", membw_passes,
                  "timed passes over 1 GiB for the bandwidth (default 10, ~1 s); with a model it gives the tg bound "
-                 "column, measured before loading; 0 skips it")
+                 "column, measured before loading (and the measured compute peak gives pp's); 0 skips both")
       ->check(CLI::Range(0, 1000));
   std::string decode_weights;
   AddDecodeWeightsOption(app, &decode_weights);
@@ -222,6 +237,14 @@ int CmdBench(int argc, char** argv) {
     std::printf("membw: %.2f GB/s read with %d threads (1 GiB, best of %d passes; median %.2f)\n",
                 bw->bytes_per_s / 1e9, threads, membw_passes, bw->median_bytes_per_s / 1e9);
   }
+  std::optional<ComputePeak> peak;
+  if (membw_passes > 0 && opt.n_prompt > 0) {
+    peak = MeasureComputePeak(pool);
+    if (peak->f32_fma_flops > 0) {
+      std::printf("peak: f32 FMA %.1f GFLOP/s, int8 (vpmaddubsw) %.1f GOP/s with %d threads (AVX2, measured)\n",
+                  peak->f32_fma_flops / 1e9, peak->int8_ops / 1e9, threads);
+    }
+  }
   auto loaded = LoadModelAndTokenizer(model_path, pool, /*need_tokenizer=*/false, *model_options);
   if (!loaded.ok()) return Fail(loaded.status());
   std::fprintf(stderr, "pagoda: loaded %s in %.3f s; KV cache %s\n", loaded->file->path().c_str(),
@@ -232,7 +255,7 @@ int CmdBench(int argc, char** argv) {
   auto res = RunSpeedBench(*loaded->model, opt);
   if (!res.ok()) return Fail(res.status());
 
-  PrintTable(*loaded, opt, threads, lw, bw, *res);
+  PrintTable(*loaded, opt, threads, lw, bw, peak, *res);
   return 0;
 }
 

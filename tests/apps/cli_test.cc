@@ -324,6 +324,12 @@ TEST_F(CliTest, BenchPrintsCpuKernelPathsAndBounds) {
   EXPECT_NE(b.out.find("membw: "), std::string::npos) << b.out;
   EXPECT_NE(b.out.find("GOP/s"), std::string::npos) << b.out;
   EXPECT_NE(b.out.find("% of "), std::string::npos) << b.out;
+  // The share of the measured peak is claimed where the kernels run AVX2 code.
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !__builtin_cpu_supports("avx512f") &&
+      std::getenv("PAGODA_ISA") == nullptr) {
+    EXPECT_NE(b.out.find("peak: f32 FMA "), std::string::npos) << b.out;
+    EXPECT_NE(b.out.find("of the int8 peak"), std::string::npos) << b.out;
+  }
   // PAGODA_ISA=scalar is honoured and named; --membw-passes 0 skips the bound.
   ::setenv("PAGODA_ISA", "scalar", 1);
   RunResult s = RunPagoda({"bench", "-m", m, "-p", "8", "-n", "2", "-r", "1", "--membw-passes", "0"});
@@ -333,6 +339,7 @@ TEST_F(CliTest, BenchPrintsCpuKernelPathsAndBounds) {
   EXPECT_NE(s.out.find("PAGODA_ISA=scalar"), std::string::npos) << s.out;
   EXPECT_NE(s.out.find("scalar/dequant-f32"), std::string::npos) << s.out;
   EXPECT_EQ(s.out.find("membw: "), std::string::npos) << s.out;
+  EXPECT_EQ(s.out.find("peak: "), std::string::npos) << s.out;
 }
 
 // pagoda quantize (docs/QUANTIZATION.md): stories260K to Q8_0, then generate

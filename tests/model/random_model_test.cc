@@ -179,6 +179,37 @@ TEST(RandomModelTest, KQuantWeightsRoundTrip) {
   ExpectInt(f->metadata(), "general.file_type", 14);
 }
 
+// llama-quantize's Q4_K_M mix over 16 layers: attn_v and ffn_down are Q6_K
+// in layers 0, 1 (first eighth), 14, 15 (last eighth) and 4, 7, 10, 13
+// (every third between), as its use_more_bits picks them; Q4_K elsewhere.
+TEST(RandomModelTest, QuantizeMixMGivesTheMoreBitsLayersQ6K) {
+  RandomModelSpec s = SmallSpec("llama");
+  s.n_embd = 256;
+  s.n_ff = 512;
+  s.n_head = 4;
+  s.n_layer = 16;
+  s.weight_type = DType::kQ4_K;
+  s.output_type = DType::kQ6_K;
+  s.more_bits_mix = true;
+  auto f = WriteAndOpen(s, "q4km.gguf");
+  ASSERT_NE(f, nullptr);
+  const std::vector<int> more = {0, 1, 4, 7, 10, 13, 14, 15};
+  for (int l = 0; l < 16; ++l) {
+    const bool q6 = std::find(more.begin(), more.end(), l) != more.end();
+    const std::string b = "blk." + std::to_string(l) + ".";
+    for (const char* name : {"attn_v.weight", "ffn_down.weight"}) {
+      const GgufTensorInfo* t = f->FindTensor(b + name);
+      ASSERT_NE(t, nullptr) << b << name;
+      EXPECT_EQ(t->type, q6 ? DType::kQ6_K : DType::kQ4_K) << b << name;
+    }
+    for (const char* name : {"attn_q.weight", "attn_k.weight", "attn_output.weight", "ffn_gate.weight", "ffn_up.weight"}) {
+      EXPECT_EQ(f->FindTensor(b + name)->type, DType::kQ4_K) << b << name;
+    }
+  }
+  EXPECT_EQ(f->FindTensor("output.weight")->type, DType::kQ6_K);
+  ExpectInt(f->metadata(), "general.file_type", 15);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+}
+
 TEST(RandomModelTest, WeightsHaveIntendedStatistics) {
   RandomModelSpec s = SmallSpec("llama");
   s.n_embd = 128;
