@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "http/tls_files.h"
 #include "kvevents/publisher.h"
+#include "model/model_fingerprint.h"
 #include "model_loading.h"
 #include "control/control_plane.h"
 #include "server/openai_server.h"
@@ -87,6 +88,11 @@ int CmdServe(int argc, char** argv) {
                  "default 0")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-prefix-cache", no_prefix_cache, "disable prefix caching");
+  std::string kv_offload, kv_offload_dir;
+  app.add_option("--kv-offload", kv_offload,
+                 "KV offload tiers and their sizes (docs/KV_OFFLOAD.md): disk=SIZE keeps evicted prefix blocks "
+                 "under --kv-offload-dir, at most SIZE (e.g. disk=20GiB)");
+  app.add_option("--kv-offload-dir", kv_offload_dir, "directory of the disk offload tier (survives restarts)");
   std::string kv_integrity = kv::IntegrityModeName(eo.kv_integrity);
   app.add_option("--kv-integrity", kv_integrity,
                  "KV page integrity check before every step: check (default) or off (a no-op)")
@@ -155,6 +161,17 @@ int CmdServe(int argc, char** argv) {
     eo.kv_memory_bytes = *bytes;
   }
   eo.prefix_caching = !no_prefix_cache;
+  if (!kv_offload.empty() || !kv_offload_dir.empty()) {
+    if (kv_offload.rfind("disk=", 0) != 0 || kv_offload.find(',') != std::string::npos) {
+      return Fail("--kv-offload: expected disk=SIZE (the disk tier is the one tier so far), got '" + kv_offload + "'");
+    }
+    auto bytes = ParseBytes(kv_offload.substr(5));
+    if (!bytes.ok()) return Fail(bytes.status().WithContext("--kv-offload"));
+    if (kv_offload_dir.empty()) return Fail("--kv-offload disk=SIZE needs --kv-offload-dir DIR");
+    if (no_prefix_cache) return Fail("--kv-offload keeps prefix-cache blocks; it cannot go with --no-prefix-cache");
+    eo.kv_offload_dir = kv_offload_dir;
+    eo.kv_offload_disk_bytes = *bytes;
+  }
   eo.kv_integrity = *kv::ParseIntegrityMode(kv_integrity);
   if (!testing_kv_fault.empty()) {
     const char* testing = std::getenv("PAGODA_TESTING");
@@ -224,6 +241,10 @@ int CmdServe(int argc, char** argv) {
   auto loaded = LoadModelAndTokenizer(model_path, pool, /*need_tokenizer=*/true, *model_options);
   if (!loaded.ok()) return Fail(loaded.status());
   Model& model = *loaded->model;
+  if (!eo.kv_offload_dir.empty()) {
+    // KV from another file, or from other decode weights, must never be adopted.
+    eo.model_fingerprint = ModelFingerprint(*loaded->file, decode_weights.empty() ? "" : "decode-weights=" + decode_weights);
+  }
   const int64_t ctx_train = model.config().n_ctx_train;
   if (n_ctx <= 0) n_ctx = static_cast<int32_t>(std::min<int64_t>(ctx_train > 0 ? ctx_train : 4096, 4096));
   eo.n_ctx = n_ctx;

@@ -10,6 +10,23 @@
 namespace pagoda {
 namespace {
 
+void CopyDiskTierStats(const kv::DiskTier& disk, EngineStats& s) {
+  const kv::DiskTierStats d = disk.stats();
+  s.kv_offload_disk = true;
+  s.kv_offload_disk_blocks = d.blocks;
+  s.kv_offload_disk_bytes = d.bytes;
+  s.kv_offload_queue_depth = d.queued;
+  s.kv_offload_writes_total = d.writes;
+  s.kv_offload_write_bytes_total = d.write_bytes;
+  s.kv_offload_dropped_total = d.dropped;
+  s.kv_offload_read_bytes_total = d.read_bytes;
+  s.kv_offload_read_seconds_total = d.read_seconds;
+  s.kv_offload_corrupt_total = d.corrupt;
+}
+
+}  // namespace
+namespace {
+
 constexpr int32_t kMaxTopLogprobs = 20;
 
 double Seconds(EngineClock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -45,6 +62,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
   ko.prefix_caching = options.prefix_caching;
   ko.integrity = options.kv_integrity;
   ko.memory_bytes = options.kv_memory_bytes;
+  ko.offload_dir = options.kv_offload_dir;
+  ko.offload_disk_bytes = options.kv_offload_disk_bytes;
+  ko.model_fingerprint = options.model_fingerprint;
   if (ko.memory_bytes == 0) {
     const int64_t blocks_per_seq = (options.n_ctx + options.block_size - 1) / options.block_size;
     ko.memory_bytes = PagedKvCache::BlockBytes(model.kv_cache_spec(), options.kv_type, options.block_size) *
@@ -74,6 +94,8 @@ Engine::Engine(Model& model, const EngineOptions& options, std::unique_ptr<Paged
   // Known before the first step: /metrics reports it from the start.
   stats_.kv_capacity_tokens = static_cast<int64_t>(kv_->pool().n_blocks()) * kv_->block_size();
   published_.kv_capacity_tokens = stats_.kv_capacity_tokens;
+  // With a disk tier, what its startup scan found shows before the first step.
+  if (kv_->disk_tier() != nullptr) Publish();
   if (options_.kv_event_sink) {
     kv_events_ = std::make_unique<KvEventCollector>(options_.block_size);
     kv_events_->AddCleared();  // a (re)started replica's cache is empty
@@ -162,6 +184,9 @@ EngineStats Engine::stats() const {
   EngineStats s = published_;
   s.requests_rejected_total = rejected_;
   s.requests_waiting = n_waiting_;
+  // The disk tier's writer runs between steps: its own (thread-safe)
+  // counters are read live, so an idle engine's figures are not stale.
+  if (const kv::DiskTier* disk = kv_->disk_tier()) CopyDiskTierStats(*disk, s);
   return s;
 }
 
@@ -185,6 +210,13 @@ void Engine::Stop(std::chrono::milliseconds drain_timeout) {
     thread_.join();
   } else {
     FailRemaining();  // never started: the caller is the thread that drove Step()
+  }
+  // The engine thread is gone: this thread owns the cache now. Prefix blocks
+  // still in the pool go down too, so a restarted server finds whole prefixes.
+  if (kv_->disk_tier() != nullptr) {
+    const int32_t n = kv_->OffloadCachedBlocks();
+    kv_->disk_tier()->Flush();
+    if (n > 0) PAGODA_LOG(Info) << "KV disk tier: wrote " << n << " cached blocks at shutdown";
   }
 }
 
@@ -432,6 +464,10 @@ void Engine::Publish() {
   stats_.kv_capacity_tokens = static_cast<int64_t>(kv_->pool().n_blocks()) * kv_->block_size();
   stats_.prefix_cache_queries = kv_->prefix_cache().stats().tokens_queried;
   stats_.prefix_cache_hits = kv_->prefix_cache().stats().tokens_hit;
+  if (const kv::DiskTier* disk = kv_->disk_tier()) {
+    CopyDiskTierStats(*disk, stats_);
+    stats_.kv_offload_restored_tokens_total = kv_->offload_stats().restored_tokens;
+  }
   std::lock_guard lock(mu_);
   n_waiting_ = static_cast<int64_t>(inbox_.size() + scheduler_.waiting().size());
   published_ = stats_;

@@ -64,6 +64,13 @@ struct EngineOptions {
   int32_t block_size = 16;
   KvType kv_type = KvType::kF16;
   bool prefix_caching = true;
+  // Disk offload tier of the prefix cache (--kv-offload disk=SIZE,
+  // --kv-offload-dir DIR; docs/KV_OFFLOAD.md): empty dir = none.
+  // model_fingerprint (model/model_fingerprint.h, with the decode weights
+  // folded in) keeps blocks of another model out of it.
+  std::string kv_offload_dir;
+  int64_t kv_offload_disk_bytes = 0;
+  uint64_t model_fingerprint = 0;
   // KV page integrity check before every step (--kv-integrity): a sequence
   // whose pages changed under it ends with kv::IntegrityError.
   kv::IntegrityMode kv_integrity = kv::IntegrityMode::kCheck;

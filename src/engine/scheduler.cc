@@ -197,7 +197,8 @@ void Scheduler::Admit(StepPlan& plan, int32_t& budget, int32_t& blocks, Workload
     if (!Fits(s, need, blocks, plan) && !PreemptLowerClasses(s, budget, blocks, plan, need)) break;
     s.slot = free_slots_.back();
     free_slots_.pop_back();
-    const int32_t adopted = s.reports_prompt() ? 0 : kv_.AdoptPrefix(s.slot, s.tokens, s.request().cache_salt);
+    const int32_t adopted =
+        s.reports_prompt() ? 0 : kv_.AdoptPrefix(s.slot, s.tokens, s.request().cache_salt, blocks + reserve_blocks_);
     s.n_computed = adopted;
     if (!s.admitted_once) s.n_cached = std::min(adopted, s.n_prompt);
     policy_->Admitted(i);

@@ -5,8 +5,17 @@
 namespace pagoda::kv {
 
 PrefixCache::PrefixCache(BlockPool& pool, bool enabled)
-    : pool_(pool), enabled_(enabled), hasher_(pool.block_size()), hash_of_(pool.n_blocks()) {
-  pool_.SetReclaimHook([this](BlockId b) { Drop(b); });
+    : pool_(pool),
+      enabled_(enabled),
+      hasher_(pool.block_size()),
+      hash_of_(pool.n_blocks()),
+      parent_of_(pool.n_blocks()),
+      tokens_of_(static_cast<size_t>(pool.n_blocks()) * static_cast<size_t>(pool.block_size())) {
+  pool_.SetReclaimHook([this](BlockId b) {
+    // (The pool has already cleared the block's cached flag.)
+    if (evict_hook_) evict_hook_(Entry(b));
+    Drop(b);
+  });
 }
 
 PrefixCache::~PrefixCache() { pool_.SetReclaimHook(nullptr); }
@@ -34,6 +43,18 @@ BlockId PrefixCache::Find(const BlockHash& hash) const {
   return it == by_hash_.end() ? kNoBlock : it->second;
 }
 
+EvictedBlock PrefixCache::Entry(BlockId block) const {
+  const size_t bs = static_cast<size_t>(hasher_.block_size());
+  return EvictedBlock{block, hash_of_[block], parent_of_[block],
+                      std::span<const int32_t>(tokens_of_).subspan(static_cast<size_t>(block) * bs, bs)};
+}
+
+bool PrefixCache::Describe(BlockId block, EvictedBlock* out) const {
+  if (block < 0 || block >= pool_.n_blocks() || !pool_.cached(block)) return false;
+  *out = Entry(block);
+  return true;
+}
+
 bool PrefixCache::Store(const BlockHash& hash, const BlockHash& parent, BlockId block,
                         std::span<const int32_t> tokens, bool first) {
   if (!enabled_) return false;
@@ -44,6 +65,10 @@ bool PrefixCache::Store(const BlockHash& hash, const BlockHash& parent, BlockId 
   }
   if (!by_hash_.emplace(hash, block).second) return false;
   hash_of_[block] = hash;
+  parent_of_[block] = parent;
+  if (tokens.size() == static_cast<size_t>(block_size())) {
+    std::copy(tokens.begin(), tokens.end(), tokens_of_.begin() + static_cast<ptrdiff_t>(block) * block_size());
+  }
   pool_.SetCached(block, true);
   ++stats_.blocks_stored;
   if (sink_) sink_(PrefixCacheEvent{PrefixCacheEvent::Kind::kStored, hash, parent, first, tokens});

@@ -37,6 +37,17 @@ struct PrefixCacheEvent {
 };
 using PrefixCacheEventSink = std::function<void(const PrefixCacheEvent&)>;
 
+// A registered block the pool is about to reuse (its bytes still intact):
+// what an offload tier needs to keep it (kv/disk_tier.h). `tokens` is valid
+// only during the call.
+struct EvictedBlock {
+  BlockId block = kNoBlock;
+  BlockHash hash;
+  BlockHash parent;
+  std::span<const int32_t> tokens;  // [block_size]
+};
+using PrefixCacheEvictHook = std::function<void(const EvictedBlock&)>;
+
 struct PrefixCacheStats {
   int64_t tokens_queried = 0;  // prompt tokens looked up (vLLM prefix_cache_queries)
   int64_t tokens_hit = 0;      // of those, tokens served from cached blocks (prefix_cache_hits)
@@ -57,6 +68,10 @@ class PrefixCache {
   int32_t n_registered() const { return static_cast<int32_t>(by_hash_.size()); }
   const PrefixCacheStats& stats() const { return stats_; }
   void SetEventSink(PrefixCacheEventSink sink) { sink_ = std::move(sink); }
+  // Called on the engine thread when the pool reclaims a registered idle
+  // block, before its bytes are reused (not for Forget: a block about to be
+  // rewritten is not a prefix anyone can return to). Must only copy.
+  void SetEvictHook(PrefixCacheEvictHook hook) { evict_hook_ = std::move(hook); }
 
   // The longest run of registered blocks at the start of `tokens` (full
   // blocks only, at most max_blocks): appends their ids and hashes and
@@ -65,6 +80,9 @@ class PrefixCache {
                  std::vector<BlockId>* blocks, std::vector<BlockHash>* hashes);
   // The block registered under `hash`, or kNoBlock.
   BlockId Find(const BlockHash& hash) const;
+  // What an offload tier needs of registered block `block` (tokens: empty
+  // when Store was not given them); false when it is not registered.
+  bool Describe(BlockId block, EvictedBlock* out) const;
   // Adds one query to the counters (called once per admitted request).
   void RecordQuery(int64_t tokens_queried, int64_t tokens_hit) {
     stats_.tokens_queried += tokens_queried;
@@ -82,14 +100,18 @@ class PrefixCache {
 
  private:
   void Drop(BlockId block);  // erase the hash, count and report the eviction
+  EvictedBlock Entry(BlockId block) const;  // block's hash, parent and tokens as stored
 
   BlockPool& pool_;
   bool enabled_;
   BlockHasher hasher_;
   std::unordered_map<BlockHash, BlockId, BlockHashHasher> by_hash_;
   std::vector<BlockHash> hash_of_;  // [n_blocks]; meaningful where pool_.cached(b)
+  std::vector<BlockHash> parent_of_;  // [n_blocks]; likewise
+  std::vector<int32_t> tokens_of_;    // [n_blocks * block_size]; likewise (when Store was given them)
   PrefixCacheStats stats_;
   PrefixCacheEventSink sink_;
+  PrefixCacheEvictHook evict_hook_;
 };
 
 }  // namespace pagoda::kv

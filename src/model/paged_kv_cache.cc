@@ -44,6 +44,23 @@ Result<std::unique_ptr<PagedKvCache>> PagedKvCache::Create(const KvCacheSpec& sp
   cache->n_ctx_ = options.n_ctx;
   cache->pool_ = std::move(pool);
   cache->prefix_ = std::make_unique<kv::PrefixCache>(*cache->pool_, options.prefix_caching);
+  if (!options.offload_dir.empty()) {
+    if (!options.prefix_caching) return InvalidArgument("the KV offload tier needs prefix caching");
+    kv::DiskTierOptions d;
+    d.dir = options.offload_dir;
+    d.max_bytes = options.offload_disk_bytes;
+    d.layout.model_fingerprint = options.model_fingerprint;
+    d.layout.layers = po.layers;
+    d.layout.type = po.type;
+    d.layout.block_size = po.block_size;
+    d.layout.block_bytes = cache->pool_->block_bytes();
+    auto disk = kv::DiskTier::Open(d);
+    if (!disk.ok()) return disk.status().WithContext("KV offload disk tier");
+    cache->disk_ = std::move(disk).value();
+    PagedKvCache* c = cache.get();
+    // Only copies: DiskTier::Put queues, and drops when the queue is full.
+    cache->prefix_->SetEvictHook([c](const kv::EvictedBlock& e) { c->Offload(e, /*wait=*/false); });
+  }
   cache->seqs_.resize(options.n_seq_max);
   for (Sequence& s : cache->seqs_) {
     s.k_blocks.resize(spec.layers.size());
@@ -237,7 +254,8 @@ void PagedKvCache::Truncate(int32_t seq, int32_t n_pos) {
   s.length = n_pos;
 }
 
-int32_t PagedKvCache::AdoptPrefix(int32_t seq, std::span<const int32_t> tokens, std::string_view salt) {
+int32_t PagedKvCache::AdoptPrefix(int32_t seq, std::span<const int32_t> tokens, std::string_view salt,
+                                  int32_t keep_available) {
   Sequence& s = seqs_[CheckedSeq(seq)];
   PAGODA_CHECK(s.length == 0 && s.table.empty()) << "AdoptPrefix on sequence " << seq << " that holds positions";
   if (!prefix_->enabled()) return 0;
@@ -253,9 +271,67 @@ int32_t PagedKvCache::AdoptPrefix(int32_t seq, std::span<const int32_t> tokens, 
     AppendBlock(s, adopt_blocks_[i]);
   }
   s.hashes.assign(adopt_hashes_.begin(), adopt_hashes_.end());
-  s.length = k * bs;
-  prefix_->RecordQuery(n, s.length);
+  const int32_t restored = disk_ && k < max_blocks ? RestoreFromDisk(s, tokens, salt, k, max_blocks, keep_available) : 0;
+  s.length = (k + restored) * bs;
+  prefix_->RecordQuery(n, int64_t{k} * bs);
   return s.length;
+}
+
+bool PagedKvCache::Offload(const kv::EvictedBlock& e, bool wait) {
+  // The tokens must hash to the block (a block registered without its
+  // tokens is not offered).
+  if (e.tokens.empty() || prefix_->hasher().Next(e.parent, e.tokens) != e.hash) return false;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (disk_->Put(e.hash, e.parent, e.tokens, pool_->data(e.block))) {
+      ++offload_stats_.offered_blocks;
+      return true;
+    }
+    if (!wait || disk_->Contains(e.hash)) return false;
+    disk_->Flush();  // the queue was full: make room, then once more
+  }
+  return false;
+}
+
+int32_t PagedKvCache::OffloadCachedBlocks() {
+  if (!disk_) return 0;
+  int32_t n = 0;
+  kv::EvictedBlock e;
+  for (kv::BlockId b = 0; b < pool_->n_blocks(); ++b) {
+    if (prefix_->Describe(b, &e) && !disk_->Contains(e.hash)) n += Offload(e, /*wait=*/true);
+  }
+  return n;
+}
+
+int32_t PagedKvCache::RestoreFromDisk(Sequence& s, std::span<const int32_t> tokens, std::string_view salt, int32_t k,
+                                      int32_t max_blocks, int32_t keep_available) {
+  const int32_t bs = block_size();
+  kv::BlockHasher& hasher = prefix_->hasher();
+  kv::BlockHash parent = k > 0 ? s.hashes.back() : hasher.Root(salt);
+  int32_t restored = 0;
+  for (int32_t i = k; i < max_blocks; ++i) {
+    const std::span<const int32_t> block_tokens = tokens.subspan(static_cast<size_t>(i) * bs, bs);
+    const kv::BlockHash h = hasher.Next(parent, block_tokens);
+    if (pool_->n_available() <= keep_available || !disk_->Contains(h)) break;
+    const kv::BlockId b = pool_->Allocate();
+    if (b == kv::kNoBlock) break;
+    auto rec = disk_->Get(h, pool_->data(b));
+    // The record names its chain: a hash collision or a stray file must not
+    // hand another prefix's KV to this one.
+    if (!rec.ok() || rec->parent != parent ||
+        !std::equal(block_tokens.begin(), block_tokens.end(), rec->tokens.begin(), rec->tokens.end())) {
+      pool_->Release(b);
+      ++offload_stats_.restore_failures;
+      break;
+    }
+    AppendBlock(s, b);
+    prefix_->Store(h, parent, b, block_tokens, i == 0);
+    s.hashes.push_back(h);
+    parent = h;
+    ++restored;
+  }
+  offload_stats_.restored_blocks += restored;
+  offload_stats_.restored_tokens += int64_t{restored} * bs;
+  return restored;
 }
 
 int32_t PagedKvCache::CommitBlocks(int32_t seq, std::span<const int32_t> tokens, std::string_view salt) {

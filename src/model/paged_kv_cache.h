@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "kv/block_pool.h"
 #include "kv/block_table.h"
+#include "kv/disk_tier.h"
 #include "kv/integrity_tracker.h"
 #include "kv/prefix_cache.h"
 #include "model/kv_cache.h"
@@ -33,6 +35,22 @@ struct PagedKvCacheOptions {
   bool prefix_caching = true;
   // Page integrity tracking (kv/integrity_tracker.h): off is a no-op.
   kv::IntegrityMode integrity = kv::IntegrityMode::kCheck;
+  // Local-disk offload tier (kv/disk_tier.h, docs/KV_OFFLOAD.md): prefix
+  // blocks the pool evicts are written under offload_dir (at most
+  // offload_disk_bytes) and restored when a prompt's prefix continues into
+  // them. Empty: no tier. Needs prefix_caching. model_fingerprint keeps
+  // another model's blocks (or another --decode-weights) out.
+  std::string offload_dir;
+  int64_t offload_disk_bytes = 0;
+  uint64_t model_fingerprint = 0;
+};
+
+// Offload counters of the cache (what /metrics reports per tier).
+struct KvOffloadStats {
+  int64_t restored_blocks = 0;   // blocks read back from the disk tier into the pool
+  int64_t restored_tokens = 0;
+  int64_t restore_failures = 0;  // blocks found but refused (checksum, mismatch): recomputed
+  int64_t offered_blocks = 0;    // evicted blocks handed to the tier
 };
 
 // Faults InjectFaultForTesting plants (tests only; nothing else reaches them).
@@ -72,7 +90,13 @@ class PagedKvCache final : public KvCache {
   // the engine computes tokens from there on. At most
   // (tokens.size() - 1) rounded down to a block, so the last prompt token is
   // always computed and yields logits. Counts one prefix-cache query.
-  int32_t AdoptPrefix(int32_t seq, std::span<const int32_t> tokens, std::string_view salt);
+  // With a disk tier, the prefix continues with blocks read back from it
+  // (synchronously, checksum verified; a block that fails is dropped and
+  // computed instead), registered in the prefix cache like computed ones,
+  // while more than keep_available blocks stay available (the scheduler's
+  // planned chunks need those).
+  int32_t AdoptPrefix(int32_t seq, std::span<const int32_t> tokens, std::string_view salt,
+                      int32_t keep_available = 0);
   // Registers the sequence's newly filled full blocks (those covered by both
   // its KV length and `tokens`) in the prefix cache; returns how many were
   // newly registered. Call after each step.
@@ -86,6 +110,13 @@ class PagedKvCache final : public KvCache {
   double usage() const { return pool_->usage(); }
   const kv::BlockPool& pool() const { return *pool_; }
   kv::PrefixCache& prefix_cache() { return *prefix_; }
+  // The disk tier, or null.
+  const kv::DiskTier* disk_tier() const { return disk_.get(); }
+  kv::DiskTier* disk_tier() { return disk_.get(); }
+  const KvOffloadStats& offload_stats() const { return offload_stats_; }
+  // Hands every registered block not yet on disk to the disk tier, waiting
+  // for room in its queue (shutdown); returns how many. 0 without a tier.
+  int32_t OffloadCachedBlocks();
   const kv::PrefixCache& prefix_cache() const { return *prefix_; }
   const kv::BlockTable& block_table(int32_t seq) const { return seqs_[CheckedSeq(seq)].table; }
 
@@ -131,11 +162,19 @@ class PagedKvCache final : public KvCache {
   // Makes the blocks a batch rewrites private and unregistered; needs the
   // blocks counted by Prepare to be available.
   void PrivatizeRewrites();
+  // Blocks [k, max_blocks) of `tokens` from the disk tier, while found.
+  // Offers one registered block to the disk tier (the evict hook and
+  // OffloadCachedBlocks); `wait`: flush the queue when it is full.
+  bool Offload(const kv::EvictedBlock& e, bool wait);
+  int32_t RestoreFromDisk(Sequence& s, std::span<const int32_t> tokens, std::string_view salt, int32_t k,
+                          int32_t max_blocks, int32_t keep_available);
 
   KvCacheSpec spec_;
   int32_t n_ctx_ = 0;
   std::unique_ptr<kv::BlockPool> pool_;
   std::unique_ptr<kv::PrefixCache> prefix_;
+  std::unique_ptr<kv::DiskTier> disk_;
+  KvOffloadStats offload_stats_;
   std::vector<Sequence> seqs_;
   std::unique_ptr<kv::IntegrityTracker> integrity_;
   std::vector<const kv::BlockTable*> tables_;  // [n_seq_max]: &seqs_[i].table, for the check

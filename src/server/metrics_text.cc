@@ -98,6 +98,29 @@ std::string RenderPrometheus(const EngineStats& s, std::string_view model_name) 
             static_cast<double>(s.steps_interrupted_total));
   w.Counter("kv_cache_integrity_failures_total", "Sequences stopped because their KV cache pages changed under them.",
             static_cast<double>(s.kv_integrity_failures_total));
+  if (s.kv_offload_disk) {
+    // One tier so far; vLLM-style names with the tier in the name.
+    w.Gauge("kv_offload_disk_blocks", "KV blocks stored in the disk offload tier.",
+            static_cast<double>(s.kv_offload_disk_blocks));
+    w.Gauge("kv_offload_disk_bytes", "Bytes of the KV blocks stored in the disk offload tier.",
+            static_cast<double>(s.kv_offload_disk_bytes));
+    w.Gauge("kv_offload_queue_depth", "Evicted KV blocks waiting to be written to the disk tier.",
+            static_cast<double>(s.kv_offload_queue_depth));
+    w.Counter("kv_offload_disk_writes_total", "KV blocks written to the disk tier.",
+              static_cast<double>(s.kv_offload_writes_total));
+    w.Counter("kv_offload_disk_write_bytes_total", "Bytes written to the disk tier.",
+              static_cast<double>(s.kv_offload_write_bytes_total));
+    w.Counter("kv_offload_disk_dropped_total", "Evicted KV blocks not written (queue full or already stored).",
+              static_cast<double>(s.kv_offload_dropped_total));
+    w.Counter("kv_offload_disk_hits_tokens_total", "Prompt tokens restored from the disk tier instead of computed.",
+              static_cast<double>(s.kv_offload_restored_tokens_total));
+    w.Counter("kv_offload_disk_read_bytes_total", "Bytes read back from the disk tier.",
+              static_cast<double>(s.kv_offload_read_bytes_total));
+    w.Counter("kv_offload_disk_read_seconds_total", "Seconds spent reading KV blocks back from the disk tier.",
+              s.kv_offload_read_seconds_total);
+    w.Counter("kv_offload_disk_corrupt_total", "KV blocks refused by their checksum or header (recomputed).",
+              static_cast<double>(s.kv_offload_corrupt_total));
+  }
   w.Hist("iteration_tokens_total", "Tokens per engine step.", s.iteration_tokens);
   w.Hist("time_to_first_token_seconds", "Time to first token in seconds.", s.time_to_first_token);
   w.Hist("inter_token_latency_seconds", "Time between output tokens in seconds.", s.inter_token_latency);

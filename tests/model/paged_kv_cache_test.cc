@@ -1,5 +1,9 @@
 #include "model/paged_kv_cache.h"
 
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -176,6 +180,73 @@ TEST(PagedKvCacheTest, FinishedSequenceBlocksServeTheNextRequestUntilEvicted) {
   Fill(*kv, 2, 0, 12, 500);
   EXPECT_EQ(events.size(), 2u);
   EXPECT_EQ(kv->AdoptPrefix(1, t, ""), 0);
+}
+
+// The disk offload tier: blocks the pool evicts are written down and a
+// later sequence with the same prefix gets them back, bitwise, instead of
+// computing them; another salt (tenant) or another model fingerprint finds
+// nothing; keep_available bounds how many blocks a restore may take.
+TEST(PagedKvCacheTest, EvictedBlocksComeBackFromTheDiskTier) {
+  const std::string dir = ::testing::TempDir() + "/pagoda_kv_offload_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  auto make = [&](uint64_t fingerprint, KvType type) {
+    PagedKvCacheOptions o;
+    o.n_seq_max = 3;
+    o.n_ctx = 64;
+    o.block_size = 4;
+    o.type = type;
+    o.memory_bytes = 3 * PagedKvCache::BlockBytes(Spec(), type, 4);
+    o.offload_dir = dir;
+    o.offload_disk_bytes = 1 << 20;
+    o.model_fingerprint = fingerprint;
+    auto kv = PagedKvCache::Create(Spec(), o);
+    EXPECT_TRUE(kv.ok()) << kv.status().ToString();
+    return std::move(kv).value();
+  };
+  for (KvType type : {KvType::kF32, KvType::kF16, KvType::kFp8E4M3, KvType::kInt8}) {
+    const std::vector<int32_t> t = Tokens(9);
+    std::vector<std::vector<uint8_t>> original;
+    {
+      auto kv = make(7, type);
+      Fill(*kv, 0, 0, 9);
+      ASSERT_EQ(kv->CommitBlocks(0, t, "tenant-a"), 2);
+      for (int i = 0; i < 2; ++i) {
+        const auto* b = static_cast<const uint8_t*>(kv->pool().data(kv->block_table(0)[i]));
+        original.emplace_back(b, b + kv->pool().block_bytes());
+      }
+      kv->RemoveSequence(0);
+      // Another sequence needs every block: the two cached ones are evicted to disk.
+      Fill(*kv, 1, 0, 12, 500);
+      kv->RemoveSequence(1);
+      kv->disk_tier()->Flush();
+      EXPECT_EQ(kv->disk_tier()->stats().writes, 2);
+      EXPECT_EQ(kv->offload_stats().offered_blocks, 2);
+      // Same prefix, other salt: nothing.
+      EXPECT_EQ(kv->AdoptPrefix(2, t, "tenant-b"), 0);
+      kv->RemoveSequence(2);
+      // keep_available 3: the pool cannot spare a block, nothing restored.
+      EXPECT_EQ(kv->AdoptPrefix(2, t, "tenant-a", 3), 0);
+      kv->RemoveSequence(2);
+      EXPECT_EQ(kv->AdoptPrefix(2, t, "tenant-a"), 8) << KvTypeName(type);
+      for (int i = 0; i < 2; ++i) {
+        const auto* b = static_cast<const uint8_t*>(kv->pool().data(kv->block_table(2)[i]));
+        EXPECT_EQ(0, std::memcmp(b, original[i].data(), original[i].size())) << KvTypeName(type) << " block " << i;
+      }
+      EXPECT_EQ(kv->offload_stats().restored_tokens, 8);
+      kv->RemoveSequence(2);
+      // Restored blocks are registered: the next sequence adopts them from the pool.
+      EXPECT_EQ(kv->AdoptPrefix(0, t, "tenant-a"), 8);
+      EXPECT_EQ(kv->offload_stats().restored_tokens, 8);
+    }
+    {
+      // A restarted cache finds them on disk; another fingerprint does not.
+      auto other = make(8, type);
+      EXPECT_EQ(other->AdoptPrefix(0, t, "tenant-a"), 0);
+      auto kv = make(7, type);
+      EXPECT_EQ(kv->AdoptPrefix(0, t, "tenant-a"), 8);
+    }
+    std::filesystem::remove_all(dir);
+  }
 }
 
 TEST(PagedKvCacheTest, StoredEventsCarryEachBlocksTokensAndChain) {
