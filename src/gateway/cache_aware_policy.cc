@@ -100,9 +100,10 @@ RouteChoice CacheAwarePolicy::Pick(const RouteInput& input, std::span<const Repl
   std::vector<std::string_view> ev, ap;
   for (const ReplicaView& r : c) (r.kv_events ? ev : ap).push_back(r.id);
   std::vector<size_t> ev_index(ev.size(), 0), ev_pending(ev.size(), 0), ap_tree(ap.size(), 0);
+  std::vector<double> ev_credit(ev.size(), 0.0);
   const auto now = Now();
   if (!p.chain.empty()) {
-    if (index_ && !text) index_->MatchedBlocks(ev, p.chain, ev_index);
+    if (index_ && !text) index_->MatchedBlocks(ev, p.chain, ev_index, ev_credit);
     pending_.Match(p.chain, ev, ev_pending, now, options_.pending_ttl);
     tree_.Match(p.chain, ap, ap_tree, now);
   }
@@ -112,11 +113,21 @@ RouteChoice CacheAwarePolicy::Pick(const RouteInput& input, std::span<const Repl
   std::vector<Score> s(n);
   size_t e = 0, a = 0;
   for (size_t i = 0; i < n; ++i) {
-    const size_t held = c[i].kv_events ? std::max(ev_index[e], ev_pending[e]) : ap_tree[a];
-    c[i].kv_events ? ++e : ++a;
+    size_t held;
+    double credit;  // blocks of prefill saved: a block held only in a lower tier saves less (KvIndex media)
+    if (c[i].kv_events) {
+      const bool pending = ev_pending[e] > ev_index[e];
+      held = pending ? ev_pending[e] : ev_index[e];
+      credit = pending ? static_cast<double>(held) : ev_credit[e];
+      ++e;
+    } else {
+      held = ap_tree[a++];
+      credit = static_cast<double>(held);
+    }
     s[i].matched = std::min(held, usable);
-    const double to_compute = static_cast<double>(p.units - static_cast<int64_t>(s[i].matched) * p.block_units) /
-                              static_cast<double>(p.block_units);
+    credit = std::min(credit, static_cast<double>(usable));
+    const double to_compute =
+        static_cast<double>(p.units) / static_cast<double>(p.block_units) - credit;
     s[i].cost = to_compute * options_.overlap_weight * c[i].weight +
                 static_cast<double>(c[i].active_blocks) * options_.decode_block_weight;
     // Ties (idle replicas, a prefix held nowhere) go by rendezvous on the

@@ -38,6 +38,10 @@ uint64_t ScopeDigest(const kvevents::BlockStored& st) {
   return 0;
 }
 
+std::optional<std::string_view> Medium(const std::optional<std::string>& m) {
+  return m ? std::optional<std::string_view>(*m) : std::nullopt;
+}
+
 }  // namespace
 
 void ApplyKvEventBatch(KvIndex& index, std::string_view replica, const kvevents::EventBatch& batch) {
@@ -47,9 +51,9 @@ void ApplyKvEventBatch(KvIndex& index, std::string_view replica, const kvevents:
       if (st->parent_block_hash) parent = EngineHashKey(*st->parent_block_hash);
       const std::vector<std::string> keys = Keys(st->block_hashes);
       index.OnStored(replica, parent ? std::optional<std::string_view>(*parent) : std::nullopt, keys, st->token_ids,
-                     st->block_size, ScopeDigest(*st));
+                     st->block_size, ScopeDigest(*st), Medium(st->medium));
     } else if (const auto* rm = std::get_if<kvevents::BlockRemoved>(&e)) {
-      index.OnRemoved(replica, Keys(rm->block_hashes));
+      index.OnRemoved(replica, Keys(rm->block_hashes), Medium(rm->medium));
     } else {
       index.OnCleared(replica);
     }
@@ -206,6 +210,9 @@ void RenderKvEventFeedMetrics(std::ostream& o, const KvEventFeed& feed, const Ro
   } index_rows[] = {
       {"pagoda_gateway_kv_index_blocks", "gauge", "Blocks the index says the replica holds.",
        [](const S& s) { return static_cast<double>(s.blocks); }},
+      {"pagoda_gateway_kv_index_lower_tier_blocks", "gauge",
+       "Of those, blocks held only in a lower-tier medium (DISK, REDIS), credited below a block in memory.",
+       [](const S& s) { return static_cast<double>(s.lower_tier_only); }},
       {"pagoda_gateway_kv_index_orphans_total", "counter", "Stored events skipped: their parent block was unknown.",
        [](const S& s) { return static_cast<double>(s.orphans); }},
       {"pagoda_gateway_kv_index_malformed_total", "counter", "Stored events skipped: token ids did not fill the blocks.",

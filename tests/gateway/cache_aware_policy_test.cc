@@ -72,6 +72,32 @@ TEST(CacheAwarePolicyTest, DynamoWorkedExamplePicksTheCheapest) {
   EXPECT_EQ(r.predicted_cached_tokens, 8 * kBs);
 }
 
+// A prefix held only on a replica's disk tier saves less prefill than one in
+// memory (credit 0.9 a block) but more than nothing: memory beats disk at
+// equal load, disk beats a cold replica, and a little load tips disk over.
+TEST(CacheAwarePolicyTest, LowerTierHitsAreCreditedAtTheirCost) {
+  KvIndex index;
+  const auto t = Tokens(10 * kBs + 1);  // 10 usable blocks
+  Store(index, "mem", t, 10);
+  Store(index, "disk", t, 10);
+  std::vector<std::string> e;
+  for (int i = 0; i < 10; ++i) e.push_back("disk/" + std::string(1, static_cast<char>('a' + i)));
+  index.OnStored("disk", std::nullopt, e, std::span(t).first(10 * kBs), kBs, 0, "DISK");
+  index.OnRemoved("disk", e, "CPU");
+  CacheAwarePolicy policy(&index);
+  std::vector<ReplicaView> c = {View("cold", 0), View("disk", 0), View("mem", 0)};
+  RouteChoice r = policy.Pick(Input(t), c);
+  EXPECT_EQ(r.index, 2u);  // 0.25 blocks to compute vs 1.25 on disk vs 10.25 cold
+  EXPECT_EQ(r.predicted_cached_tokens, 10 * kBs);
+  c[2].active_blocks = 2;  // mem: 2.25 > disk 1.25
+  r = policy.Pick(Input(t), c);
+  EXPECT_EQ(r.index, 1u);
+  EXPECT_EQ(r.predicted_cached_tokens, 10 * kBs);  // restored blocks count as cached
+  c[1].active_blocks = 10;  // disk 11.25 and mem 20.25 > cold 10.25
+  c[2].active_blocks = 20;
+  EXPECT_EQ(policy.Pick(Input(t), c).index, 0u);
+}
+
 TEST(CacheAwarePolicyTest, WeightScalesThePrefillTerm) {
   KvIndex index;
   const auto t = Tokens(10 * kBs);

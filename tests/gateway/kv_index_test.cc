@@ -126,6 +126,76 @@ TEST(KvIndexTest, RemovingABlockCutsTheLeadingMatchThere) {
   EXPECT_EQ(index.Stats("a")->orphans, 1);
 }
 
+// An offload tier announces blocks as they leave the pool: stored in DISK
+// (parent = a root the event cannot place, tokens as stored), then removed
+// from memory. The blocks stay held, credited at the DISK weight; removing
+// them from DISK too drops them; a medium the block is not in is unknown.
+TEST(KvIndexTest, LowerTierMediaKeepBlocksAtTheirCredit) {
+  KvIndex index;  // default credit: DISK 0.9, REDIS 0.8
+  const auto t = Tokens(4 * kBs);
+  StoreInTwoEvents(index, "a", t);  // no medium: memory
+  const auto chain = ChainedBlockHashes(t, kBs);
+  const auto e = Names("e", 0, 4);
+  const std::vector<std::string_view> replicas = {"a"};
+  std::vector<size_t> n(1);
+  std::vector<double> credit(1);
+  index.MatchedBlocks(replicas, chain, n, credit);
+  EXPECT_EQ(n[0], 4u);
+  EXPECT_DOUBLE_EQ(credit[0], 4.0);
+
+  // Blocks 2 and 3 go to disk (the parent named is the engine's, unknown to
+  // the index as a root would be: the blocks are known, so only the medium is added).
+  index.OnStored("a", std::string("root?"), std::span(e).subspan(2, 2), Slice(t, 2, 2), kBs, 0, "disk");
+  index.OnRemoved("a", std::span(e).subspan(2, 2), "CPU");  // an unlisted medium is memory
+  index.MatchedBlocks(replicas, chain, n, credit);
+  EXPECT_EQ(n[0], 4u);
+  EXPECT_DOUBLE_EQ(credit[0], 2.0 + 2 * 0.9);
+  auto s = index.Stats("a");
+  EXPECT_EQ(s->blocks, 4u);
+  EXPECT_EQ(s->lower_tier_only, 2u);
+  EXPECT_EQ(s->orphans, 0);
+
+  // Block 3 also in REDIS: its best medium is DISK still.
+  index.OnStored("a", std::nullopt, std::span(e).subspan(3, 1), Slice(t, 3, 1), kBs, 0, "REDIS");
+  index.MatchedBlocks(replicas, chain, n, credit);
+  EXPECT_DOUBLE_EQ(credit[0], 2.0 + 2 * 0.9);
+  // Out of DISK: block 2 is gone (the match stops there), block 3 stays in REDIS.
+  index.OnRemoved("a", std::span(e).subspan(2, 2), "DISK");
+  EXPECT_EQ(index.MatchedBlocks("a", chain), 2u);
+  s = index.Stats("a");
+  EXPECT_EQ(s->blocks, 3u);
+  EXPECT_EQ(s->lower_tier_only, 1u);
+  // Removing from a medium the block is not in changes nothing.
+  index.OnRemoved("a", std::span(e).subspan(3, 1), "DISK");
+  EXPECT_EQ(index.Stats("a")->unknown_removed, 1);
+  EXPECT_EQ(index.Stats("a")->blocks, 3u);
+  // Restored to memory: full credit again from block 0 to 1, and block 3
+  // (memory) after a block 2 stored back in memory under its parent.
+  index.OnStored("a", e[1], std::span(e).subspan(2, 1), Slice(t, 2, 1), kBs);
+  index.OnStored("a", e[2], std::span(e).subspan(3, 1), Slice(t, 3, 1), kBs);
+  index.MatchedBlocks(replicas, chain, n, credit);
+  EXPECT_EQ(n[0], 4u);
+  EXPECT_DOUBLE_EQ(credit[0], 4.0);
+  EXPECT_EQ(index.Stats("a")->lower_tier_only, 0u);
+}
+
+TEST(KvIndexTest, MediumCreditIsConfigurable) {
+  KvIndex::Options o;
+  o.medium_credit = {{"CPU", 0.5}};  // e.g. vLLM's CPU offload below its GPU blocks
+  KvIndex index(o);
+  const auto t = Tokens(2 * kBs);
+  const auto e = Names("e", 0, 2);
+  index.OnStored("a", std::nullopt, e, Slice(t, 0, 2), kBs, 0, "GPU");
+  index.OnStored("a", std::nullopt, e, Slice(t, 0, 2), kBs, 0, "CPU");
+  index.OnRemoved("a", std::span(e).subspan(1, 1), "GPU");
+  const std::vector<std::string_view> replicas = {"a"};
+  std::vector<size_t> n(1);
+  std::vector<double> credit(1);
+  index.MatchedBlocks(replicas, ChainedBlockHashes(t, kBs), n, credit);
+  EXPECT_EQ(n[0], 2u);
+  EXPECT_DOUBLE_EQ(credit[0], 1.5);
+}
+
 TEST(KvIndexTest, ClearedAndRemovedReplicasHoldNothing) {
   KvIndex index;
   const auto t = Tokens(4 * kBs);
