@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "base/thread_pool.h"
 #include "cli_util.h"
@@ -88,10 +89,14 @@ int CmdServe(int argc, char** argv) {
                  "default 0")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-prefix-cache", no_prefix_cache, "disable prefix caching");
-  std::string kv_offload, kv_offload_dir;
+  std::vector<std::string> kv_offload;
+  std::string kv_offload_dir;
   app.add_option("--kv-offload", kv_offload,
-                 "KV offload tiers and their sizes (docs/KV_OFFLOAD.md): disk=SIZE keeps evicted prefix blocks "
-                 "under --kv-offload-dir, at most SIZE (e.g. disk=20GiB)");
+                 "KV offload tiers (docs/KV_OFFLOAD.md), comma-separated or repeated: disk=SIZE keeps evicted "
+                 "prefix blocks under --kv-offload-dir, at most SIZE (e.g. disk=20GiB); redis=URL shares them "
+                 "with every replica through that Redis (redis://[:password@]host[:port][/db]; give it a flag "
+                 "of its own when the URL holds a comma)")
+      ->take_all();
   app.add_option("--kv-offload-dir", kv_offload_dir, "directory of the disk offload tier (survives restarts)");
   std::string kv_integrity = kv::IntegrityModeName(eo.kv_integrity);
   app.add_option("--kv-integrity", kv_integrity,
@@ -162,15 +167,38 @@ int CmdServe(int argc, char** argv) {
   }
   eo.prefix_caching = !no_prefix_cache;
   if (!kv_offload.empty() || !kv_offload_dir.empty()) {
-    if (kv_offload.rfind("disk=", 0) != 0 || kv_offload.find(',') != std::string::npos) {
-      return Fail("--kv-offload: expected disk=SIZE (the disk tier is the one tier so far), got '" + kv_offload + "'");
+    std::vector<std::string> items;
+    for (const std::string& arg : kv_offload) {
+      if (arg.rfind("redis=", 0) == 0) {
+        items.push_back(arg);  // a URL may hold commas
+        continue;
+      }
+      size_t from = 0;
+      for (;;) {
+        const size_t comma = arg.find(',', from);
+        items.push_back(arg.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+        if (comma == std::string::npos) break;
+        from = comma + 1;
+      }
     }
-    auto bytes = ParseBytes(kv_offload.substr(5));
-    if (!bytes.ok()) return Fail(bytes.status().WithContext("--kv-offload"));
-    if (kv_offload_dir.empty()) return Fail("--kv-offload disk=SIZE needs --kv-offload-dir DIR");
+    bool disk = false;
+    for (const std::string& item : items) {
+      if (item.rfind("disk=", 0) == 0 && !disk) {
+        auto bytes = ParseBytes(item.substr(5));
+        if (!bytes.ok()) return Fail(bytes.status().WithContext("--kv-offload disk"));
+        eo.kv_offload_disk_bytes = *bytes;
+        disk = true;
+      } else if (item.rfind("redis=", 0) == 0 && eo.kv_offload_redis_url.empty() && item.size() > 6) {
+        eo.kv_offload_redis_url = item.substr(6);
+      } else {
+        return Fail("--kv-offload: expected disk=SIZE and/or redis=URL, each once, got '" +
+                    (item.rfind("redis=", 0) == 0 ? std::string("redis=...") : item) + "'");
+      }
+    }
+    if (disk && kv_offload_dir.empty()) return Fail("--kv-offload disk=SIZE needs --kv-offload-dir DIR");
+    if (!disk && !kv_offload_dir.empty()) return Fail("--kv-offload-dir needs --kv-offload disk=SIZE");
     if (no_prefix_cache) return Fail("--kv-offload keeps prefix-cache blocks; it cannot go with --no-prefix-cache");
     eo.kv_offload_dir = kv_offload_dir;
-    eo.kv_offload_disk_bytes = *bytes;
   }
   eo.kv_integrity = *kv::ParseIntegrityMode(kv_integrity);
   if (!testing_kv_fault.empty()) {
@@ -241,7 +269,7 @@ int CmdServe(int argc, char** argv) {
   auto loaded = LoadModelAndTokenizer(model_path, pool, /*need_tokenizer=*/true, *model_options);
   if (!loaded.ok()) return Fail(loaded.status());
   Model& model = *loaded->model;
-  if (!eo.kv_offload_dir.empty()) {
+  if (!eo.kv_offload_dir.empty() || !eo.kv_offload_redis_url.empty()) {
     // KV from another file, or from other decode weights, must never be adopted.
     eo.model_fingerprint = ModelFingerprint(*loaded->file, decode_weights.empty() ? "" : "decode-weights=" + decode_weights);
   }

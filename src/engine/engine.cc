@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "base/log.h"
 #include "sampling/logprobs.h"
@@ -10,18 +12,26 @@
 namespace pagoda {
 namespace {
 
-void CopyDiskTierStats(const kv::DiskTier& disk, EngineStats& s) {
-  const kv::DiskTierStats d = disk.stats();
-  s.kv_offload_disk = true;
-  s.kv_offload_disk_blocks = d.blocks;
-  s.kv_offload_disk_bytes = d.bytes;
-  s.kv_offload_queue_depth = d.queued;
-  s.kv_offload_writes_total = d.writes;
-  s.kv_offload_write_bytes_total = d.write_bytes;
-  s.kv_offload_dropped_total = d.dropped;
-  s.kv_offload_read_bytes_total = d.read_bytes;
-  s.kv_offload_read_seconds_total = d.read_seconds;
-  s.kv_offload_corrupt_total = d.corrupt;
+// The tiers' own (thread-safe) counters; restored tokens are the engine
+// thread's and are copied only when `restored` (by Publish).
+void CopyTierStats(const PagedKvCache& kv, bool restored, EngineStats& s) {
+  const std::vector<kv::KvTier*>& tiers = kv.tiers();
+  s.kv_offload_tiers.resize(tiers.size());
+  for (size_t i = 0; i < tiers.size(); ++i) {
+    const kv::KvTierStats d = tiers[i]->stats();
+    EngineStats::OffloadTier& t = s.kv_offload_tiers[i];
+    t.name = std::string(tiers[i]->name());
+    t.blocks = d.blocks;
+    t.bytes = d.bytes;
+    t.queued = d.queued;
+    t.writes = d.writes;
+    t.write_bytes = d.write_bytes;
+    t.dropped = d.dropped;
+    t.read_bytes = d.read_bytes;
+    t.read_seconds = d.read_seconds;
+    t.corrupt = d.corrupt;
+    if (restored) t.restored_tokens = kv.offload_stats().tier_restored_tokens[i];
+  }
 }
 
 }  // namespace
@@ -64,6 +74,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
   ko.memory_bytes = options.kv_memory_bytes;
   ko.offload_dir = options.kv_offload_dir;
   ko.offload_disk_bytes = options.kv_offload_disk_bytes;
+  ko.offload_redis_url = options.kv_offload_redis_url;
   ko.model_fingerprint = options.model_fingerprint;
   if (ko.memory_bytes == 0) {
     const int64_t blocks_per_seq = (options.n_ctx + options.block_size - 1) / options.block_size;
@@ -95,7 +106,7 @@ Engine::Engine(Model& model, const EngineOptions& options, std::unique_ptr<Paged
   stats_.kv_capacity_tokens = static_cast<int64_t>(kv_->pool().n_blocks()) * kv_->block_size();
   published_.kv_capacity_tokens = stats_.kv_capacity_tokens;
   // With a disk tier, what its startup scan found shows before the first step.
-  if (kv_->disk_tier() != nullptr) Publish();
+  if (!kv_->tiers().empty()) Publish();
   if (options_.kv_event_sink) {
     kv_events_ = std::make_unique<KvEventCollector>(options_.block_size);
     kv_events_->AddCleared();  // a (re)started replica's cache is empty
@@ -103,6 +114,7 @@ Engine::Engine(Model& model, const EngineOptions& options, std::unique_ptr<Paged
     // Blocks are stored only while a sequence commits: the collector learns
     // their salt just before (its digest goes out in extra_keys).
     scheduler_.SetBeforeCommit([c = kv_events_.get()](const Sequence& s) { c->SetSalt(s.request().cache_salt); });
+    kv_->SetTierEventSink([c = kv_events_.get()](const kv::TierEvent& e) { c->Add(e); });
   }
 }
 
@@ -184,9 +196,9 @@ EngineStats Engine::stats() const {
   EngineStats s = published_;
   s.requests_rejected_total = rejected_;
   s.requests_waiting = n_waiting_;
-  // The disk tier's writer runs between steps: its own (thread-safe)
+  // The tiers' writers run between steps: their own (thread-safe)
   // counters are read live, so an idle engine's figures are not stale.
-  if (const kv::DiskTier* disk = kv_->disk_tier()) CopyDiskTierStats(*disk, s);
+  CopyTierStats(*kv_, /*restored=*/false, s);
   return s;
 }
 
@@ -213,10 +225,12 @@ void Engine::Stop(std::chrono::milliseconds drain_timeout) {
   }
   // The engine thread is gone: this thread owns the cache now. Prefix blocks
   // still in the pool go down too, so a restarted server finds whole prefixes.
-  if (kv_->disk_tier() != nullptr) {
+  if (!kv_->tiers().empty()) {
     const int32_t n = kv_->OffloadCachedBlocks();
-    kv_->disk_tier()->Flush();
-    if (n > 0) PAGODA_LOG(Info) << "KV disk tier: wrote " << n << " cached blocks at shutdown";
+    for (kv::KvTier* t : kv_->tiers()) t->Flush();
+    if (n > 0) {
+      PAGODA_LOG(Info) << "KV offload: " << n << " cached blocks written down at shutdown";
+    }
   }
 }
 
@@ -260,6 +274,13 @@ bool Engine::StepOnce() {
   const bool ran = RunBatch();
   Publish();
   FlushKvEvents();
+  if (!ran && kv_->prefetch_outstanding()) {
+    // Only prompts whose prefix the tier loader is reading (or has just
+    // read: the next step admits them) wait: give it the core for a moment
+    // instead of spinning, and report work left.
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return true;
+  }
   return ran;
 }
 
@@ -464,10 +485,7 @@ void Engine::Publish() {
   stats_.kv_capacity_tokens = static_cast<int64_t>(kv_->pool().n_blocks()) * kv_->block_size();
   stats_.prefix_cache_queries = kv_->prefix_cache().stats().tokens_queried;
   stats_.prefix_cache_hits = kv_->prefix_cache().stats().tokens_hit;
-  if (const kv::DiskTier* disk = kv_->disk_tier()) {
-    CopyDiskTierStats(*disk, stats_);
-    stats_.kv_offload_restored_tokens_total = kv_->offload_stats().restored_tokens;
-  }
+  CopyTierStats(*kv_, /*restored=*/true, stats_);
   std::lock_guard lock(mu_);
   n_waiting_ = static_cast<int64_t>(inbox_.size() + scheduler_.waiting().size());
   published_ = stats_;
@@ -475,7 +493,9 @@ void Engine::Publish() {
 }
 
 void Engine::FlushKvEvents() {
-  if (!kv_events_ || kv_events_->empty()) return;
+  if (!kv_events_) return;
+  kv_->DrainTierEvents();
+  if (kv_events_->empty()) return;
   const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   options_.kv_event_sink(kv_events_->Take(now));
 }

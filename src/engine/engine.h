@@ -70,6 +70,7 @@ struct EngineOptions {
   // folded in) keeps blocks of another model out of it.
   std::string kv_offload_dir;
   int64_t kv_offload_disk_bytes = 0;
+  std::string kv_offload_redis_url;  // the shared tier (docs/KV_OFFLOAD.md); empty: none
   uint64_t model_fingerprint = 0;
   // KV page integrity check before every step (--kv-integrity): a sequence
   // whose pages changed under it ends with kv::IntegrityError.

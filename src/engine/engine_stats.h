@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/workload_class.h"
@@ -60,18 +61,22 @@ struct EngineStats {
   // request arrived (Model::set_interrupt); their work is redone later.
   int64_t steps_interrupted_total = 0;
   int64_t kv_integrity_failures_total = 0;  // sequences stopped by the KV page integrity check
-  // KV offload disk tier (docs/KV_OFFLOAD.md); all zero without one.
-  bool kv_offload_disk = false;              // a disk tier is configured
-  int64_t kv_offload_disk_blocks = 0;        // gauge: blocks stored on disk
-  int64_t kv_offload_disk_bytes = 0;         // gauge: their bytes
-  int64_t kv_offload_queue_depth = 0;        // gauge: blocks waiting for the writer
-  int64_t kv_offload_writes_total = 0;       // blocks written
-  int64_t kv_offload_write_bytes_total = 0;
-  int64_t kv_offload_dropped_total = 0;      // evicted blocks not written (queue full, already stored)
-  int64_t kv_offload_restored_tokens_total = 0;  // prompt tokens restored from disk instead of computed
-  int64_t kv_offload_read_bytes_total = 0;
-  double kv_offload_read_seconds_total = 0;
-  int64_t kv_offload_corrupt_total = 0;      // blocks refused on read or scan (dropped, recomputed)
+  // KV offload tiers (docs/KV_OFFLOAD.md), one entry per tier ("disk",
+  // "redis"); empty without one.
+  struct OffloadTier {
+    std::string name;
+    int64_t blocks = 0;            // gauge: blocks stored (Redis: written or seen by this process)
+    int64_t bytes = 0;             // gauge: their bytes
+    int64_t queued = 0;            // gauge: blocks waiting for the writer
+    int64_t writes = 0;            // blocks written
+    int64_t write_bytes = 0;
+    int64_t dropped = 0;           // evicted blocks not written (queue full, already stored, tier down)
+    int64_t restored_tokens = 0;   // prompt tokens restored from the tier instead of computed
+    int64_t read_bytes = 0;
+    double read_seconds = 0;
+    int64_t corrupt = 0;           // blocks refused on read or scan (dropped, recomputed)
+  };
+  std::vector<OffloadTier> kv_offload_tiers;
   // Tokens per engine step (vLLM's iteration_tokens_total histogram): its
   // count is the number of steps, its sum every batched token.
   Histogram iteration_tokens{IterationTokenBuckets()};

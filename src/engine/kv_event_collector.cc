@@ -15,17 +15,13 @@ void KvEventCollector::SetSalt(std::string_view salt) {
 void KvEventCollector::Add(const kv::PrefixCacheEvent& e) {
   std::vector<kvevents::KvEvent>& events = batch_.events;
   if (e.kind == kv::PrefixCacheEvent::Kind::kEvicted) {
-    if (events.empty() || !std::holds_alternative<kvevents::BlockRemoved>(events.back())) {
-      kvevents::BlockRemoved r;
-      r.medium = kvevents::kMediumCpu;
-      events.emplace_back(std::move(r));
-    }
-    std::get<kvevents::BlockRemoved>(events.back()).block_hashes.push_back(ExternalHash(e.hash));
+    Removed(kvevents::kMediumCpu, e.hash);
     return;
   }
-  // A chain continues only under one salt (its hashes fold the salt in, so
+  // A chain continues only in the pool's medium, under one salt (its hashes fold the salt in, so
   // a parent match implies it; the check keeps extra_keys aligned anyway).
   const bool extends = !e.first && !events.empty() && std::holds_alternative<kvevents::BlockStored>(events.back()) &&
+                       std::get<kvevents::BlockStored>(events.back()).medium == kvevents::kMediumCpu &&
                        e.parent == last_stored_ &&
                        std::get<kvevents::BlockStored>(events.back()).extra_keys.has_value() == salt_digest_.has_value();
   if (!extends) {
@@ -41,6 +37,36 @@ void KvEventCollector::Add(const kv::PrefixCacheEvent& e) {
   if (salt_digest_) s.extra_keys->emplace_back(std::vector<kvevents::ExtraKey>{kvevents::ExtraKey::Int(*salt_digest_)});
   s.token_ids.insert(s.token_ids.end(), e.tokens.begin(), e.tokens.end());
   last_stored_ = e.hash;
+}
+
+void KvEventCollector::Add(const kv::TierEvent& e) {
+  if (e.kind == kv::TierEvent::Kind::kRemoved) {
+    Removed(e.medium, e.hash);
+    return;
+  }
+  std::vector<kvevents::KvEvent>& events = batch_.events;
+  auto* last = events.empty() ? nullptr : std::get_if<kvevents::BlockStored>(&events.back());
+  if (last == nullptr || last->medium != e.medium || e.parent != last_stored_) {
+    kvevents::BlockStored s;
+    s.parent_block_hash = ExternalHash(e.parent);
+    s.block_size = block_size_;
+    s.medium = std::string(e.medium);
+    last = &std::get<kvevents::BlockStored>(events.emplace_back(std::move(s)));
+  }
+  last->block_hashes.push_back(ExternalHash(e.hash));
+  last->token_ids.insert(last->token_ids.end(), e.tokens.begin(), e.tokens.end());
+  last_stored_ = e.hash;
+}
+
+void KvEventCollector::Removed(std::string_view medium, const kv::BlockHash& hash) {
+  std::vector<kvevents::KvEvent>& events = batch_.events;
+  auto* last = events.empty() ? nullptr : std::get_if<kvevents::BlockRemoved>(&events.back());
+  if (last == nullptr || last->medium != medium) {
+    kvevents::BlockRemoved r;
+    r.medium = std::string(medium);
+    last = &std::get<kvevents::BlockRemoved>(events.emplace_back(std::move(r)));
+  }
+  last->block_hashes.push_back(ExternalHash(hash));
 }
 
 void KvEventCollector::AddCleared() {

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "kv/prefix_cache.h"
+#include "kv/tier_event.h"
 #include "kvevents/kv_event.h"
 
 namespace pagoda {
@@ -32,6 +33,10 @@ class KvEventCollector {
   // before each sequence commits its blocks).
   void SetSalt(std::string_view salt);
   void Add(const kv::PrefixCacheEvent& e);
+  // An offload tier's store or removal, in the tier's medium. A stored
+  // block names its parent by hash (never nil: the router already knows the
+  // block from its pool event and only adds the medium) and carries no salt.
+  void Add(const kv::TierEvent& e);
   // The whole cache was emptied: what came before in this step is moot.
   void AddCleared();
   bool empty() const { return batch_.events.empty(); }
@@ -40,6 +45,8 @@ class KvEventCollector {
 
  private:
   int32_t block_size_;
+  void Removed(std::string_view medium, const kv::BlockHash& hash);
+
   kvevents::EventBatch batch_;
   kv::BlockHash last_stored_;  // the last hash of the trailing BlockStored, if that is the last event
   std::optional<uint64_t> salt_digest_;  // of the current salt; nullopt when it is empty

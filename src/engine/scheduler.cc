@@ -191,14 +191,24 @@ void Scheduler::Admit(StepPlan& plan, int32_t& budget, int32_t& blocks, Workload
       policy_->Passed(i);
       continue;
     }
+    // Its prefix is being read from an offload tier: later ones go ahead.
+    if (!s.reports_prompt() &&
+        kv_.PrefetchPrefix(PrefetchKey(s), s.tokens, s.request().cache_salt) ==
+            PagedKvCache::PrefetchState::kPending) {
+      policy_->Passed(i);
+      continue;
+    }
     int32_t need = AdmissionBlocks(s, budget);
     // Head of line: a sequence that does not fit waits, and so do later
     // ones (no starvation of long prompts), unless lower classes can make room.
     if (!Fits(s, need, blocks, plan) && !PreemptLowerClasses(s, budget, blocks, plan, need)) break;
     s.slot = free_slots_.back();
     free_slots_.pop_back();
+    if (before_commit_) before_commit_(s);  // adoption may register blocks restored from an offload tier
     const int32_t adopted =
-        s.reports_prompt() ? 0 : kv_.AdoptPrefix(s.slot, s.tokens, s.request().cache_salt, blocks + reserve_blocks_);
+        s.reports_prompt() ? 0
+                           : kv_.AdoptPrefix(s.slot, s.tokens, s.request().cache_salt, blocks + reserve_blocks_,
+                                             PrefetchKey(s));
     s.n_computed = adopted;
     if (!s.admitted_once) s.n_cached = std::min(adopted, s.n_prompt);
     policy_->Admitted(i);
@@ -255,6 +265,7 @@ std::unique_ptr<Sequence> Scheduler::Remove(Sequence* seq) {
     if (it == list->end()) continue;
     std::unique_ptr<Sequence> s = std::move(*it);
     list->erase(it);
+    if (list == &waiting_) kv_.CancelPrefetch(PrefetchKey(*s));
     policy_->OnLeave(*s, list == &waiting_);
     ReleaseSlot(*s);
     if (s->index == 0) s->group->prefix_ready = true;

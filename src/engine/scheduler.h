@@ -86,7 +86,9 @@ class Scheduler {
   bool Schedule(StepPlan& plan, bool allow_admit = true);
   // After a successful forward of `plan`: advances the sequences and
   // registers their newly filled blocks in the prefix cache (before_commit,
-  // when set, is called with each sequence just before its blocks are).
+  // when set, is called with each sequence just before its blocks are, and
+  // before an admitted sequence adopts its prefix: blocks restored from an
+  // offload tier are registered then).
   void Commit(const StepPlan& plan);
   void SetBeforeCommit(std::function<void(const Sequence&)> f) { before_commit_ = std::move(f); }
   SchedulerPolicy& policy() { return *policy_; }
@@ -108,6 +110,8 @@ class Scheduler {
   bool idle() const { return running_.empty() && waiting_.empty(); }
 
  private:
+  // Names a waiting sequence to the KV tier loader (unique while it lives).
+  static uint64_t PrefetchKey(const Sequence& s) { return reinterpret_cast<uintptr_t>(&s); }
   void AddChunk(StepPlan& plan, Sequence* s, int32_t n, int32_t& budget, int32_t& blocks) const;
   // The highest class with prompt work pending (waiting, or running with
   // more than one token to compute); lower classes are paused. kBatch when none.

@@ -3,25 +3,23 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/log.h"
+#include "kv/write_behind_queue.h"
 
 namespace pagoda::kv {
 namespace {
@@ -31,9 +29,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr char kExt[] = ".kvb";
 constexpr char kTmpExt[] = ".tmp";
-// Popped queue entries kept for Put to reuse: enough for a steady stream,
-// without holding a burst's worth of block copies forever.
-constexpr size_t kMaxSpare = 4;
+// Removed hashes kept for KV events between two TakeRemoved calls.
+constexpr size_t kMaxRemovedBacklog = size_t{1} << 16;
 
 double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
@@ -99,26 +96,9 @@ bool ReadFile(const std::string& path, int64_t limit, std::vector<uint8_t>* out,
   return true;
 }
 
-bool LayoutValid(const BlockLayout& l) {
-  BlockPoolOptions po;
-  po.layers = l.layers;
-  po.type = l.type;
-  po.block_size = l.block_size;
-  return l.block_bytes > 0 && BlockPool::BlockBytes(po) == l.block_bytes;
-}
-
 }  // namespace
 
 struct DiskTier::Impl {
-  // A block waiting for the writer. The writer encodes and writes the front
-  // entry without the lock and pops it after; nothing else mutates a queued
-  // entry, so Get may copy from it under the lock meanwhile.
-  struct Entry {
-    BlockHash hash;
-    BlockHash parent;
-    std::vector<int32_t> tokens;
-    std::vector<uint8_t> payload;
-  };
   struct Indexed {
     BlockHash hash;
     int64_t bytes = 0;
@@ -130,35 +110,34 @@ struct DiskTier::Impl {
   fs::path dir;  // <options.dir>/<fingerprint hex>
   int64_t record_bytes = 0;
 
-  mutable std::mutex mu;
-  std::condition_variable work_cv;  // writer: an entry was queued, or stop
-  std::condition_variable done_cv;  // Flush: an entry left the queue
-  std::deque<Entry> queue;
-  std::vector<Entry> spare;  // popped entries whose buffers Put reuses (kMaxSpare)
-  bool stop = false;
+  mutable std::mutex mu;  // the index and the stats; never held while calling the queue
   Lru lru;
   std::unordered_map<BlockHash, Lru::iterator, BlockHashHasher> index;
   int64_t total_bytes = 0;
   uint64_t next_generation = 0;
   std::vector<std::vector<uint8_t>> read_buffers;  // reused by Get, one per concurrent call
-  DiskTierStats stats;
+  KvTierStats stats;
   int64_t write_errors = 0;
-  std::thread writer;
+  std::vector<BlockHash> removed;  // unindexed since the last TakeRemoved (bounded)
+  std::vector<uint8_t> write_buffer;  // the writer thread's
+  // Last: destroyed (drained, writer joined) before what its writes touch.
+  std::unique_ptr<WriteBehindQueue> queue;
 
   std::string PathOf(const BlockHash& h) const { return (dir / (h.ToHex() + kExt)).string(); }
 
-  const Entry* FindQueued(const BlockHash& h) const {
-    for (const Entry& e : queue) {
-      if (e.hash == h) return &e;
-    }
-    return nullptr;
-  }
-
-  // Indexes a file as the most recently used one.
+  // Indexes a file as the most recently used one (replacing its entry if
+  // the same block was written again).
   void Insert(const BlockHash& h, int64_t bytes) {
+    if (const auto it = index.find(h); it != index.end()) Erase(it->second);
     lru.push_back(Indexed{h, bytes, next_generation++});
     index[h] = std::prev(lru.end());
     total_bytes += bytes;
+  }
+
+  // A block that leaves the tier (not a rewrite of the same block).
+  void Drop(Lru::iterator it) {
+    if (removed.size() < kMaxRemovedBacklog) removed.push_back(it->hash);
+    Erase(it);
   }
 
   void Erase(Lru::iterator it) {
@@ -172,7 +151,7 @@ struct DiskTier::Impl {
     std::vector<std::string> victims;
     while (total_bytes > options.max_bytes && !lru.empty()) {
       victims.push_back(PathOf(lru.front().hash));
-      Erase(lru.begin());
+      Drop(lru.begin());
       ++stats.deleted;
     }
     return victims;
@@ -187,8 +166,8 @@ struct DiskTier::Impl {
   }
 
   Status Scan();
-  void WriterLoop();
-  bool WriteEntry(const Entry& e, std::vector<uint8_t>* buf);
+  void Write(const QueuedBlock& b);
+  bool WriteRecord(const QueuedBlock& b);
 };
 
 Status DiskTier::Impl::Scan() {
@@ -240,12 +219,12 @@ Status DiskTier::Impl::Scan() {
 
 // No fsync: a file torn by a crash fails its checksum at Get (or its size at
 // the next scan) and is dropped, which is all a cache owes.
-bool DiskTier::Impl::WriteEntry(const Entry& e, std::vector<uint8_t>* buf) {
-  buf->clear();
-  EncodeBlock(options.layout, e.hash, e.parent, e.tokens, e.payload.data(), buf);
-  const std::string hex = e.hash.ToHex();
+bool DiskTier::Impl::WriteRecord(const QueuedBlock& b) {
+  write_buffer.clear();
+  EncodeBlock(options.layout, b.hash, b.parent, b.tokens, b.payload.data(), &write_buffer);
+  const std::string hex = b.hash.ToHex();
   const std::string tmp = (dir / ("." + hex + kTmpExt)).string();
-  if (WriteFile(tmp, *buf) && ::rename(tmp.c_str(), PathOf(e.hash).c_str()) == 0) return true;
+  if (WriteFile(tmp, write_buffer) && ::rename(tmp.c_str(), PathOf(b.hash).c_str()) == 0) return true;
   const int err = errno;
   ::unlink(tmp.c_str());
   std::lock_guard<std::mutex> lock(mu);
@@ -256,44 +235,33 @@ bool DiskTier::Impl::WriteEntry(const Entry& e, std::vector<uint8_t>* buf) {
   return false;
 }
 
-void DiskTier::Impl::WriterLoop() {
-  pthread_setname_np(pthread_self(), "pagoda-kv-disk");
-  std::vector<uint8_t> buf;
-  std::unique_lock<std::mutex> lock(mu);
-  for (;;) {
-    work_cv.wait(lock, [&] { return stop || !queue.empty(); });
-    if (queue.empty()) return;  // stopping, and drained
-    const Entry& e = queue.front();
-    lock.unlock();
-    const Clock::time_point t0 = Clock::now();
-    const bool ok = WriteEntry(e, &buf);
-    const double dt = Seconds(t0);
-    lock.lock();
+// On the queue's writer thread.
+void DiskTier::Impl::Write(const QueuedBlock& b) {
+  const Clock::time_point t0 = Clock::now();
+  const bool ok = WriteRecord(b);
+  const double dt = Seconds(t0);
+  std::vector<std::string> victims;
+  {
+    std::lock_guard<std::mutex> lock(mu);
     stats.write_seconds += dt;
-    std::vector<std::string> victims;
     if (ok) {
       ++stats.writes;
       stats.write_bytes += record_bytes;
-      Insert(e.hash, record_bytes);
+      Insert(b.hash, record_bytes);
       victims = TakeOverflow();
+    } else if (removed.size() < kMaxRemovedBacklog) {
+      removed.push_back(b.hash);  // announced when queued; never stored
     }
-    if (!victims.empty()) {
-      // Unindexed already, so no Get opens them after this; one that has
-      // them open keeps reading (POSIX unlink). Deleted before the entry
-      // leaves the queue, so that Flush returns with the bound applied.
-      lock.unlock();
-      for (const std::string& path : victims) Remove(path);
-      lock.lock();
-    }
-    if (spare.size() < kMaxSpare) spare.push_back(std::move(queue.front()));
-    queue.pop_front();
-    done_cv.notify_all();
   }
+  // Unindexed already, so no Get opens them after this; one that has them
+  // open keeps reading (POSIX unlink). Deleted before the block leaves the
+  // queue, so that Flush returns with the bound applied.
+  for (const std::string& path : victims) Remove(path);
 }
 
 Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options) {
   if (options.dir.empty()) return InvalidArgument("KV disk tier: no directory");
-  if (!LayoutValid(options.layout)) return InvalidArgument("KV disk tier: invalid block layout");
+  if (!TierLayoutValid(options.layout)) return InvalidArgument("KV disk tier: invalid block layout");
   if (options.max_bytes < options.layout.RecordBytes()) {
     return InvalidArgument("KV disk tier: " + std::to_string(options.max_bytes) + " bytes hold no block file of " +
                            std::to_string(options.layout.RecordBytes()) + " bytes");
@@ -308,20 +276,14 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options)
   if (ec) return IoError("KV disk tier: cannot create " + impl->dir.string() + ": " + ec.message());
   PAGODA_RETURN_IF_ERROR(impl->Scan());
   Impl* p = impl.get();
-  impl->writer = std::thread([p] { p->WriterLoop(); });
+  impl->queue = std::make_unique<WriteBehindQueue>("pagoda-kv-disk", options.max_queued,
+                                                   [p](const QueuedBlock& b) { p->Write(b); });
   return std::unique_ptr<DiskTier>(new DiskTier(std::move(impl)));
 }
 
 DiskTier::DiskTier(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-DiskTier::~DiskTier() {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->stop = true;
-  }
-  impl_->work_cv.notify_one();
-  impl_->writer.join();
-}
+DiskTier::~DiskTier() { impl_->queue.reset(); }
 
 const BlockLayout& DiskTier::layout() const { return impl_->options.layout; }
 
@@ -330,43 +292,39 @@ bool DiskTier::Put(const BlockHash& hash, const BlockHash& parent, std::span<con
   Impl& m = *impl_;
   PAGODA_CHECK(static_cast<int64_t>(tokens.size()) == m.options.layout.block_size)
       << "a KV block holds " << m.options.layout.block_size << " tokens, got " << tokens.size();
-  std::lock_guard<std::mutex> lock(m.mu);
-  if (m.index.count(hash) != 0 || m.FindQueued(hash) != nullptr ||
-      static_cast<int64_t>(m.queue.size()) >= m.options.max_queued) {
-    ++m.stats.dropped;
-    return false;
+  bool stored = false;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    stored = m.index.count(hash) != 0;
   }
-  Impl::Entry e;
-  if (!m.spare.empty()) {
-    e = std::move(m.spare.back());
-    m.spare.pop_back();
-  }
-  e.hash = hash;
-  e.parent = parent;
-  e.tokens.assign(tokens.begin(), tokens.end());
   const auto* bytes = static_cast<const uint8_t*>(payload);
-  e.payload.assign(bytes, bytes + m.options.layout.block_bytes);
-  m.queue.push_back(std::move(e));
-  m.work_cv.notify_one();
-  return true;
+  if (!stored && m.queue->Push(hash, parent, tokens, {bytes, static_cast<size_t>(m.options.layout.block_bytes)})) {
+    return true;
+  }
+  std::lock_guard<std::mutex> lock(m.mu);
+  ++m.stats.dropped;
+  return false;
 }
 
+// The queue before the index (and in Get): the writer indexes a block before
+// it leaves the queue, so a block is always found in one or the other.
 bool DiskTier::Contains(const BlockHash& hash) const {
+  if (impl_->queue->Contains(hash)) return true;
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->index.count(hash) != 0 || impl_->FindQueued(hash) != nullptr;
+  return impl_->index.count(hash) != 0;
 }
 
 Result<BlockRecord> DiskTier::Get(const BlockHash& hash, void* payload) {
   Impl& m = *impl_;
-  std::unique_lock<std::mutex> lock(m.mu);
   // A queued block is served from its queued copy rather than waiting for
   // the writer (which may have a whole queue ahead of it). It counts as a
   // hit but not in read_bytes / read_seconds, which measure the disk.
-  if (const Impl::Entry* q = m.FindQueued(hash)) {
-    std::memcpy(payload, q->payload.data(), q->payload.size());
+  if (std::optional<BlockRecord> queued = m.queue->CopyQueued(hash, payload)) {
+    std::lock_guard<std::mutex> lock(m.mu);
     ++m.stats.hits;
-    return BlockRecord{q->hash, q->parent, q->tokens};
+    return *std::move(queued);
   }
+  std::unique_lock<std::mutex> lock(m.mu);
   const auto found = m.index.find(hash);
   if (found == m.index.end()) {
     ++m.stats.misses;
@@ -409,31 +367,35 @@ Result<BlockRecord> DiskTier::Get(const BlockHash& hash, void* payload) {
   const bool same_file = now != m.index.end() && now->second->generation == generation;
   if (rec.status().code() == StatusCode::kNotFound || rec.status().code() == StatusCode::kIoError) {
     // Deleted by the size bound meanwhile (or unreadable): not stored, as far as this Get can tell.
-    if (same_file && rec.status().code() == StatusCode::kNotFound) m.Erase(now->second);
+    if (same_file && rec.status().code() == StatusCode::kNotFound) m.Drop(now->second);
     ++m.stats.misses;
     return rec;
   }
   ++m.stats.corrupt;
   // Deleted under the lock: Put refuses an indexed hash, so no rewrite of it can race this.
   if (same_file) {
-    m.Erase(now->second);
+    m.Drop(now->second);
     Impl::Remove(path);
   }
   PAGODA_LOG(Warning) << "KV disk tier: dropped block " << hash.ToHex() << ": " << rec.status().ToString();
   return rec;
 }
 
-void DiskTier::Flush() {
-  std::unique_lock<std::mutex> lock(impl_->mu);
-  impl_->done_cv.wait(lock, [&] { return impl_->queue.empty(); });
+void DiskTier::Flush() { impl_->queue->Flush(); }
+
+void DiskTier::TakeRemoved(std::vector<BlockHash>* out) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  out->insert(out->end(), impl_->removed.begin(), impl_->removed.end());
+  impl_->removed.clear();
 }
 
-DiskTierStats DiskTier::stats() const {
+KvTierStats DiskTier::stats() const {
+  const int64_t queued = impl_->queue->depth();
   std::lock_guard<std::mutex> lock(impl_->mu);
-  DiskTierStats s = impl_->stats;
+  KvTierStats s = impl_->stats;
   s.blocks = static_cast<int64_t>(impl_->index.size());
   s.bytes = impl_->total_bytes;
-  s.queued = static_cast<int64_t>(impl_->queue.size());
+  s.queued = queued;
   return s;
 }
 

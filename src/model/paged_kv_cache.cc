@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include "kv/redis_tier.h"
+
 namespace pagoda {
 namespace {
 
@@ -44,21 +46,41 @@ Result<std::unique_ptr<PagedKvCache>> PagedKvCache::Create(const KvCacheSpec& sp
   cache->n_ctx_ = options.n_ctx;
   cache->pool_ = std::move(pool);
   cache->prefix_ = std::make_unique<kv::PrefixCache>(*cache->pool_, options.prefix_caching);
-  if (!options.offload_dir.empty()) {
-    if (!options.prefix_caching) return InvalidArgument("the KV offload tier needs prefix caching");
-    kv::DiskTierOptions d;
-    d.dir = options.offload_dir;
-    d.max_bytes = options.offload_disk_bytes;
-    d.layout.model_fingerprint = options.model_fingerprint;
-    d.layout.layers = po.layers;
-    d.layout.type = po.type;
-    d.layout.block_size = po.block_size;
-    d.layout.block_bytes = cache->pool_->block_bytes();
-    auto disk = kv::DiskTier::Open(d);
-    if (!disk.ok()) return disk.status().WithContext("KV offload disk tier");
-    cache->disk_ = std::move(disk).value();
+  if (!options.offload_dir.empty() || !options.offload_redis_url.empty()) {
+    if (!options.prefix_caching) return InvalidArgument("the KV offload tiers need prefix caching");
+    kv::BlockLayout layout;
+    layout.model_fingerprint = options.model_fingerprint;
+    layout.layers = po.layers;
+    layout.type = po.type;
+    layout.block_size = po.block_size;
+    layout.block_bytes = cache->pool_->block_bytes();
+    if (!options.offload_dir.empty()) {
+      kv::DiskTierOptions d;
+      d.dir = options.offload_dir;
+      d.max_bytes = options.offload_disk_bytes;
+      d.layout = layout;
+      auto disk = kv::DiskTier::Open(d);
+      if (!disk.ok()) return disk.status().WithContext("KV offload disk tier");
+      cache->disk_ = std::move(disk).value();
+      cache->tiers_.push_back(cache->disk_.get());
+    }
+    if (!options.offload_redis_url.empty()) {
+      kv::RedisTierOptions r;
+      r.url = options.offload_redis_url;
+      r.layout = layout;
+      r.ttl_ms = options.offload_redis_ttl_ms;
+      auto redis = kv::RedisTier::Open(r);
+      if (!redis.ok()) return redis.status().WithContext("KV offload Redis tier");
+      cache->redis_ = std::move(redis).value();
+      cache->tiers_.push_back(cache->redis_.get());
+    }
+    cache->offload_stats_.tier_restored_tokens.assign(cache->tiers_.size(), 0);
+    kv::TierLoaderOptions lo;
+    lo.block_size = po.block_size;
+    lo.block_bytes = cache->pool_->block_bytes();
+    cache->loader_ = std::make_unique<kv::TierLoader>(cache->tiers_, lo);
     PagedKvCache* c = cache.get();
-    // Only copies: DiskTier::Put queues, and drops when the queue is full.
+    // Only copies: each tier's Put queues, and drops when its queue is full.
     cache->prefix_->SetEvictHook([c](const kv::EvictedBlock& e) { c->Offload(e, /*wait=*/false); });
   }
   cache->seqs_.resize(options.n_seq_max);
@@ -254,15 +276,52 @@ void PagedKvCache::Truncate(int32_t seq, int32_t n_pos) {
   s.length = n_pos;
 }
 
+int32_t PagedKvCache::MaxAdoptBlocks(size_t n_tokens) const {
+  // The last token is always computed: its logits are what the step is for.
+  const int64_t n = static_cast<int64_t>(n_tokens);
+  return static_cast<int32_t>(std::min<int64_t>(n > 0 ? (n - 1) / block_size() : 0, n_ctx_ / block_size()));
+}
+
+PagedKvCache::PrefetchState PagedKvCache::PrefetchPrefix(uint64_t key, std::span<const int32_t> tokens,
+                                                         std::string_view salt) {
+  if (!loader_ || !prefix_->enabled()) return PrefetchState::kNotNeeded;
+  switch (loader_->state(key)) {
+    case kv::TierLoader::State::kPending:
+      return PrefetchState::kPending;
+    case kv::TierLoader::State::kReady:
+      return PrefetchState::kReady;
+    case kv::TierLoader::State::kNone:
+      break;
+  }
+  const int32_t bs = block_size();
+  const int32_t max_blocks = MaxAdoptBlocks(tokens.size());
+  adopt_blocks_.clear();
+  adopt_hashes_.clear();
+  const int32_t k = prefix_->Lookup(tokens, salt, max_blocks, &adopt_blocks_, &adopt_hashes_);
+  if (k >= max_blocks) return PrefetchState::kNotNeeded;
+  kv::BlockHasher& hasher = prefix_->hasher();
+  const kv::BlockHash parent = k > 0 ? adopt_hashes_.back() : hasher.Root(salt);
+  const std::span<const int32_t> rest = tokens.subspan(static_cast<size_t>(k) * bs, static_cast<size_t>(max_blocks - k) * bs);
+  const kv::BlockHash first = hasher.Next(parent, rest.first(bs));
+  if (std::none_of(tiers_.begin(), tiers_.end(), [&](const kv::KvTier* t) { return t->Contains(first); })) {
+    return PrefetchState::kNotNeeded;
+  }
+  loader_->Request(key, rest, parent);
+  return PrefetchState::kPending;
+}
+
+void PagedKvCache::CancelPrefetch(uint64_t key) {
+  if (loader_) loader_->Cancel(key);
+}
+
 int32_t PagedKvCache::AdoptPrefix(int32_t seq, std::span<const int32_t> tokens, std::string_view salt,
-                                  int32_t keep_available) {
+                                  int32_t keep_available, uint64_t prefetch_key) {
   Sequence& s = seqs_[CheckedSeq(seq)];
   PAGODA_CHECK(s.length == 0 && s.table.empty()) << "AdoptPrefix on sequence " << seq << " that holds positions";
   if (!prefix_->enabled()) return 0;
   const int32_t bs = block_size();
   const int64_t n = static_cast<int64_t>(tokens.size());
-  // The last token is always computed: its logits are what the step is for.
-  const int32_t max_blocks = static_cast<int32_t>(std::min<int64_t>(n > 0 ? (n - 1) / bs : 0, n_ctx_ / bs));
+  const int32_t max_blocks = MaxAdoptBlocks(tokens.size());
   adopt_blocks_.clear();
   adopt_hashes_.clear();
   const int32_t k = prefix_->Lookup(tokens, salt, max_blocks, &adopt_blocks_, &adopt_hashes_);
@@ -271,7 +330,17 @@ int32_t PagedKvCache::AdoptPrefix(int32_t seq, std::span<const int32_t> tokens, 
     AppendBlock(s, adopt_blocks_[i]);
   }
   s.hashes.assign(adopt_hashes_.begin(), adopt_hashes_.end());
-  const int32_t restored = disk_ && k < max_blocks ? RestoreFromDisk(s, tokens, salt, k, max_blocks, keep_available) : 0;
+  int32_t restored = 0;
+  std::vector<kv::StagedBlock> staged;
+  if (loader_ && prefetch_key != 0) staged = loader_->Take(prefetch_key);
+  if (!tiers_.empty() && k < max_blocks) {
+    // Blocks the loader staged go first; what it could not stage (or a
+    // request that was never prefetched) is read here, synchronously.
+    restored = RestoreStaged(s, staged, tokens, salt, max_blocks, keep_available);
+    if (staged.empty() || restored == 0) {
+      restored += RestoreFromTiers(s, tokens, salt, k + restored, max_blocks, keep_available);
+    }
+  }
   s.length = (k + restored) * bs;
   prefix_->RecordQuery(n, int64_t{k} * bs);
   return s.length;
@@ -281,28 +350,48 @@ bool PagedKvCache::Offload(const kv::EvictedBlock& e, bool wait) {
   // The tokens must hash to the block (a block registered without its
   // tokens is not offered).
   if (e.tokens.empty() || prefix_->hasher().Next(e.parent, e.tokens) != e.hash) return false;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    if (disk_->Put(e.hash, e.parent, e.tokens, pool_->data(e.block))) {
-      ++offload_stats_.offered_blocks;
-      return true;
+  bool any = false;
+  for (kv::KvTier* tier : tiers_) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (tier->Put(e.hash, e.parent, e.tokens, pool_->data(e.block))) {
+        ++offload_stats_.offered_blocks;
+        any = true;
+        if (tier_sink_) {
+          tier_sink_(kv::TierEvent{kv::TierEvent::Kind::kStored, kv::MediumOfTier(tier->name()), e.hash, e.parent, e.tokens});
+        }
+        break;
+      }
+      if (!wait || tier->Contains(e.hash)) break;
+      tier->Flush();  // the queue was full: make room, then once more
     }
-    if (!wait || disk_->Contains(e.hash)) return false;
-    disk_->Flush();  // the queue was full: make room, then once more
   }
-  return false;
+  return any;
+}
+
+void PagedKvCache::DrainTierEvents() {
+  if (!tier_sink_) return;
+  for (kv::KvTier* tier : tiers_) {
+    tier_removed_.clear();
+    tier->TakeRemoved(&tier_removed_);
+    for (const kv::BlockHash& h : tier_removed_) {
+      tier_sink_(kv::TierEvent{kv::TierEvent::Kind::kRemoved, kv::MediumOfTier(tier->name()), h, {}, {}});
+    }
+  }
 }
 
 int32_t PagedKvCache::OffloadCachedBlocks() {
-  if (!disk_) return 0;
+  if (tiers_.empty()) return 0;
   int32_t n = 0;
   kv::EvictedBlock e;
   for (kv::BlockId b = 0; b < pool_->n_blocks(); ++b) {
-    if (prefix_->Describe(b, &e) && !disk_->Contains(e.hash)) n += Offload(e, /*wait=*/true);
+    if (!prefix_->Describe(b, &e)) continue;
+    if (std::all_of(tiers_.begin(), tiers_.end(), [&](const kv::KvTier* t) { return t->Contains(e.hash); })) continue;
+    n += Offload(e, /*wait=*/true);
   }
   return n;
 }
 
-int32_t PagedKvCache::RestoreFromDisk(Sequence& s, std::span<const int32_t> tokens, std::string_view salt, int32_t k,
+int32_t PagedKvCache::RestoreFromTiers(Sequence& s, std::span<const int32_t> tokens, std::string_view salt, int32_t k,
                                       int32_t max_blocks, int32_t keep_available) {
   const int32_t bs = block_size();
   kv::BlockHasher& hasher = prefix_->hasher();
@@ -311,10 +400,13 @@ int32_t PagedKvCache::RestoreFromDisk(Sequence& s, std::span<const int32_t> toke
   for (int32_t i = k; i < max_blocks; ++i) {
     const std::span<const int32_t> block_tokens = tokens.subspan(static_cast<size_t>(i) * bs, bs);
     const kv::BlockHash h = hasher.Next(parent, block_tokens);
-    if (pool_->n_available() <= keep_available || !disk_->Contains(h)) break;
+    if (pool_->n_available() <= keep_available) break;
+    size_t t = 0;
+    while (t < tiers_.size() && !tiers_[t]->Contains(h)) ++t;
+    if (t == tiers_.size()) break;
     const kv::BlockId b = pool_->Allocate();
     if (b == kv::kNoBlock) break;
-    auto rec = disk_->Get(h, pool_->data(b));
+    auto rec = tiers_[t]->Get(h, pool_->data(b));
     // The record names its chain: a hash collision or a stray file must not
     // hand another prefix's KV to this one.
     if (!rec.ok() || rec->parent != parent ||
@@ -327,6 +419,36 @@ int32_t PagedKvCache::RestoreFromDisk(Sequence& s, std::span<const int32_t> toke
     prefix_->Store(h, parent, b, block_tokens, i == 0);
     s.hashes.push_back(h);
     parent = h;
+    offload_stats_.tier_restored_tokens[t] += bs;
+    ++restored;
+  }
+  offload_stats_.restored_blocks += restored;
+  offload_stats_.restored_tokens += int64_t{restored} * bs;
+  return restored;
+}
+
+int32_t PagedKvCache::RestoreStaged(Sequence& s, std::vector<kv::StagedBlock>& staged, std::span<const int32_t> tokens,
+                                    std::string_view salt, int32_t max_blocks, int32_t keep_available) {
+  if (staged.empty()) return 0;
+  const int32_t bs = block_size();
+  kv::BlockHash parent = s.hashes.empty() ? prefix_->hasher().Root(salt) : s.hashes.back();
+  // The pool may hold more of the chain now than when the loader started.
+  size_t j = 0;
+  while (j < staged.size() && staged[j].parent != parent) ++j;
+  int32_t restored = 0;
+  for (; j < staged.size(); ++j) {
+    const int32_t i = static_cast<int32_t>(s.hashes.size());
+    if (i >= max_blocks || staged[j].parent != parent || pool_->n_available() <= keep_available) break;
+    const std::span<const int32_t> block_tokens = tokens.subspan(static_cast<size_t>(i) * bs, bs);
+    if (prefix_->hasher().Next(parent, block_tokens) != staged[j].hash) break;
+    const kv::BlockId b = pool_->Allocate();
+    if (b == kv::kNoBlock) break;
+    std::memcpy(pool_->data(b), staged[j].payload.data(), staged[j].payload.size());
+    AppendBlock(s, b);
+    prefix_->Store(staged[j].hash, parent, b, block_tokens, i == 0);
+    s.hashes.push_back(staged[j].hash);
+    parent = staged[j].hash;
+    offload_stats_.tier_restored_tokens[static_cast<size_t>(staged[j].tier)] += bs;
     ++restored;
   }
   offload_stats_.restored_blocks += restored;

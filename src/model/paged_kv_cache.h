@@ -20,6 +20,9 @@
 #include "kv/block_pool.h"
 #include "kv/block_table.h"
 #include "kv/disk_tier.h"
+#include "kv/kv_tier.h"
+#include "kv/tier_event.h"
+#include "kv/tier_loader.h"
 #include "kv/integrity_tracker.h"
 #include "kv/prefix_cache.h"
 #include "model/kv_cache.h"
@@ -42,15 +45,20 @@ struct PagedKvCacheOptions {
   // another model's blocks (or another --decode-weights) out.
   std::string offload_dir;
   int64_t offload_disk_bytes = 0;
+  // Shared tier (kv/redis_tier.h): evicted blocks also go to this Redis
+  // (redis://...), where every replica of the model finds them. Empty: none.
+  std::string offload_redis_url;
+  int64_t offload_redis_ttl_ms = 24 * 3'600'000;
   uint64_t model_fingerprint = 0;
 };
 
 // Offload counters of the cache (what /metrics reports per tier).
 struct KvOffloadStats {
-  int64_t restored_blocks = 0;   // blocks read back from the disk tier into the pool
+  int64_t restored_blocks = 0;   // blocks read back from the tiers into the pool
   int64_t restored_tokens = 0;
   int64_t restore_failures = 0;  // blocks found but refused (checksum, mismatch): recomputed
-  int64_t offered_blocks = 0;    // evicted blocks handed to the tier
+  int64_t offered_blocks = 0;    // evicted blocks handed to a tier (counted once per tier)
+  std::vector<int64_t> tier_restored_tokens;  // per tier, as tiers() lists them
 };
 
 // Faults InjectFaultForTesting plants (tests only; nothing else reaches them).
@@ -96,7 +104,7 @@ class PagedKvCache final : public KvCache {
   // while more than keep_available blocks stay available (the scheduler's
   // planned chunks need those).
   int32_t AdoptPrefix(int32_t seq, std::span<const int32_t> tokens, std::string_view salt,
-                      int32_t keep_available = 0);
+                      int32_t keep_available = 0, uint64_t prefetch_key = 0);
   // Registers the sequence's newly filled full blocks (those covered by both
   // its KV length and `tokens`) in the prefix cache; returns how many were
   // newly registered. Call after each step.
@@ -113,7 +121,27 @@ class PagedKvCache final : public KvCache {
   // The disk tier, or null.
   const kv::DiskTier* disk_tier() const { return disk_.get(); }
   kv::DiskTier* disk_tier() { return disk_.get(); }
+  // Every offload tier, searched in this order: disk, then Redis.
+  const std::vector<kv::KvTier*>& tiers() const { return tiers_; }
   const KvOffloadStats& offload_stats() const { return offload_stats_; }
+  // Loading a prefix from the offload tiers ahead of admission (a loader
+  // thread, kv/tier_loader.h): kNotNeeded when no tier holds the block after
+  // those the pool holds (admit now), kPending while the loader reads,
+  // kReady when AdoptPrefix(..., prefetch_key = key) will take its blocks.
+  // `key` names the waiting request (unique while it waits).
+  enum class PrefetchState { kNotNeeded, kPending, kReady };
+  PrefetchState PrefetchPrefix(uint64_t key, std::span<const int32_t> tokens, std::string_view salt);
+  void CancelPrefetch(uint64_t key);
+  bool prefetch_pending() const { return loader_ && loader_->pending() > 0; }
+  // Prefetches not yet taken by AdoptPrefix (pending or ready).
+  bool prefetch_outstanding() const { return loader_ && loader_->outstanding() > 0; }
+  const kv::TierLoader* tier_loader() const { return loader_.get(); }
+  // Told of every block an offload tier takes (kv/tier_event.h); the engine
+  // turns them into KV events. Removals come through DrainTierEvents.
+  void SetTierEventSink(kv::TierEventSink sink) { tier_sink_ = std::move(sink); }
+  // Hands the blocks the tiers dropped since the last call to the sink (the
+  // engine calls it before each batch of KV events goes out).
+  void DrainTierEvents();
   // Hands every registered block not yet on disk to the disk tier, waiting
   // for room in its queue (shutdown); returns how many. 0 without a tier.
   int32_t OffloadCachedBlocks();
@@ -162,19 +190,29 @@ class PagedKvCache final : public KvCache {
   // Makes the blocks a batch rewrites private and unregistered; needs the
   // blocks counted by Prepare to be available.
   void PrivatizeRewrites();
-  // Blocks [k, max_blocks) of `tokens` from the disk tier, while found.
-  // Offers one registered block to the disk tier (the evict hook and
+  // Blocks [k, max_blocks) of `tokens` from the tiers, while found.
+  // Offers one registered block to every tier (the evict hook and
   // OffloadCachedBlocks); `wait`: flush the queue when it is full.
   bool Offload(const kv::EvictedBlock& e, bool wait);
-  int32_t RestoreFromDisk(Sequence& s, std::span<const int32_t> tokens, std::string_view salt, int32_t k,
+  int32_t RestoreFromTiers(Sequence& s, std::span<const int32_t> tokens, std::string_view salt, int32_t k,
                           int32_t max_blocks, int32_t keep_available);
+  // Blocks of `staged` continuing s's chain, copied into pool blocks while
+  // more than keep_available stay available (at most up to max_blocks).
+  int32_t RestoreStaged(Sequence& s, std::vector<kv::StagedBlock>& staged, std::span<const int32_t> tokens,
+                        std::string_view salt, int32_t max_blocks, int32_t keep_available);
+  int32_t MaxAdoptBlocks(size_t n_tokens) const;
 
   KvCacheSpec spec_;
   int32_t n_ctx_ = 0;
   std::unique_ptr<kv::BlockPool> pool_;
   std::unique_ptr<kv::PrefixCache> prefix_;
   std::unique_ptr<kv::DiskTier> disk_;
+  std::unique_ptr<kv::KvTier> redis_;
+  std::vector<kv::KvTier*> tiers_;
   KvOffloadStats offload_stats_;
+  kv::TierEventSink tier_sink_;
+  std::vector<kv::BlockHash> tier_removed_;  // DrainTierEvents' scratch
+  std::unique_ptr<kv::TierLoader> loader_;  // declared after the tiers it reads: destroyed first
   std::vector<Sequence> seqs_;
   std::unique_ptr<kv::IntegrityTracker> integrity_;
   std::vector<const kv::BlockTable*> tables_;  // [n_seq_max]: &seqs_[i].table, for the check

@@ -98,28 +98,31 @@ std::string RenderPrometheus(const EngineStats& s, std::string_view model_name) 
             static_cast<double>(s.steps_interrupted_total));
   w.Counter("kv_cache_integrity_failures_total", "Sequences stopped because their KV cache pages changed under them.",
             static_cast<double>(s.kv_integrity_failures_total));
-  if (s.kv_offload_disk) {
-    // One tier so far; vLLM-style names with the tier in the name.
-    w.Gauge("kv_offload_disk_blocks", "KV blocks stored in the disk offload tier.",
-            static_cast<double>(s.kv_offload_disk_blocks));
-    w.Gauge("kv_offload_disk_bytes", "Bytes of the KV blocks stored in the disk offload tier.",
-            static_cast<double>(s.kv_offload_disk_bytes));
-    w.Gauge("kv_offload_queue_depth", "Evicted KV blocks waiting to be written to the disk tier.",
-            static_cast<double>(s.kv_offload_queue_depth));
-    w.Counter("kv_offload_disk_writes_total", "KV blocks written to the disk tier.",
-              static_cast<double>(s.kv_offload_writes_total));
-    w.Counter("kv_offload_disk_write_bytes_total", "Bytes written to the disk tier.",
-              static_cast<double>(s.kv_offload_write_bytes_total));
-    w.Counter("kv_offload_disk_dropped_total", "Evicted KV blocks not written (queue full or already stored).",
-              static_cast<double>(s.kv_offload_dropped_total));
-    w.Counter("kv_offload_disk_hits_tokens_total", "Prompt tokens restored from the disk tier instead of computed.",
-              static_cast<double>(s.kv_offload_restored_tokens_total));
-    w.Counter("kv_offload_disk_read_bytes_total", "Bytes read back from the disk tier.",
-              static_cast<double>(s.kv_offload_read_bytes_total));
-    w.Counter("kv_offload_disk_read_seconds_total", "Seconds spent reading KV blocks back from the disk tier.",
-              s.kv_offload_read_seconds_total);
-    w.Counter("kv_offload_disk_corrupt_total", "KV blocks refused by their checksum or header (recomputed).",
-              static_cast<double>(s.kv_offload_corrupt_total));
+  for (const EngineStats::OffloadTier& t : s.kv_offload_tiers) {
+    // vLLM-style names with the tier in the name: kv_offload_disk_*, kv_offload_redis_*.
+    const std::string p = "kv_offload_" + t.name + "_";
+    const std::string in = " in the " + t.name + " offload tier";
+    auto gauge = [&](const char* name, const std::string& help, double v) {
+      w.Gauge((p + name).c_str(), help.c_str(), v);
+    };
+    auto counter = [&](const char* name, const std::string& help, double v) {
+      w.Counter((p + name).c_str(), help.c_str(), v);
+    };
+    gauge("blocks", "KV blocks stored" + in + " (redis: written or seen by this process).",
+          static_cast<double>(t.blocks));
+    gauge("bytes", "Bytes of the KV blocks stored" + in + ".", static_cast<double>(t.bytes));
+    gauge("queue_depth", "Evicted KV blocks waiting for the writer of the " + t.name + " tier.",
+          static_cast<double>(t.queued));
+    counter("writes_total", "KV blocks written" + in + ".", static_cast<double>(t.writes));
+    counter("write_bytes_total", "Bytes written" + in + ".", static_cast<double>(t.write_bytes));
+    counter("dropped_total", "Evicted KV blocks not written" + in + " (queue full, already stored, tier down).",
+            static_cast<double>(t.dropped));
+    counter("hits_tokens_total", "Prompt tokens restored" + in + " instead of computed.",
+            static_cast<double>(t.restored_tokens));
+    counter("read_bytes_total", "Bytes read back" + in + ".", static_cast<double>(t.read_bytes));
+    counter("read_seconds_total", "Seconds spent reading KV blocks back" + in + ".", t.read_seconds);
+    counter("corrupt_total", "KV blocks refused by their checksum or header" + in + " (recomputed).",
+            static_cast<double>(t.corrupt));
   }
   w.Hist("iteration_tokens_total", "Tokens per engine step.", s.iteration_tokens);
   w.Hist("time_to_first_token_seconds", "Time to first token in seconds.", s.time_to_first_token);

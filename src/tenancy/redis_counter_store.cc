@@ -1,13 +1,13 @@
 #include "tenancy/redis_counter_store.h"
 
-#include <condition_variable>
+#include <algorithm>
 #include <cstdio>
-#include <mutex>
 #include <utility>
 #include <vector>
 
-#include <hiredis/hiredis.h>
 #include <openssl/evp.h>
+
+#include "redis/redis_client.h"
 
 namespace pagoda::tenancy {
 namespace {
@@ -85,8 +85,6 @@ end
 return 0
 )lua";
 
-constexpr int kAttempts = 2;  // a connection the server dropped is reopened once
-
 std::string Sha1Hex(const std::string& s) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
@@ -106,75 +104,20 @@ struct Script {
   std::string sha;
 };
 
-struct ReplyFree {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using Reply = std::unique_ptr<redisReply, ReplyFree>;
-struct ContextFree {
-  void operator()(redisContext* c) const { redisFree(c); }
-};
-using Context = std::unique_ptr<redisContext, ContextFree>;
-
-struct RedisAddress {
-  std::string host = "127.0.0.1";
-  int port = 6379;
-  int db = 0;
-  std::string user, password;
-};
-
-Result<RedisAddress> ParseRedisUrl(const std::string& url) {
-  const std::string bad = "bad Redis URL '" + RedactUrlPassword(url) + "' (redis://[:password@]host[:port][/db])";
-  if (url.rfind("redis://", 0) != 0) return InvalidArgument(bad);
-  RedisAddress a;
-  std::string rest = url.substr(8);
-  const size_t at = rest.rfind('@');
-  if (at != std::string::npos) {
-    const std::string cred = rest.substr(0, at);
-    rest = rest.substr(at + 1);
-    const size_t colon = cred.find(':');
-    a.user = colon == std::string::npos ? "" : cred.substr(0, colon);
-    a.password = colon == std::string::npos ? cred : cred.substr(colon + 1);
-  }
-  const size_t slash = rest.find('/');
-  std::string hostport = rest.substr(0, slash);
-  if (slash != std::string::npos && slash + 1 < rest.size()) {
-    try {
-      size_t used = 0;
-      a.db = std::stoi(rest.substr(slash + 1), &used);
-      if (used != rest.size() - slash - 1 || a.db < 0) return InvalidArgument(bad);
-    } catch (...) {
-      return InvalidArgument(bad);
-    }
-  }
-  const size_t colon = hostport.rfind(':');
-  if (colon != std::string::npos && hostport.find(']') == std::string::npos) {
-    try {
-      size_t used = 0;
-      a.port = std::stoi(hostport.substr(colon + 1), &used);
-      if (used != hostport.size() - colon - 1 || a.port <= 0 || a.port > 65535) return InvalidArgument(bad);
-    } catch (...) {
-      return InvalidArgument(bad);
-    }
-    hostport = hostport.substr(0, colon);
-  }
-  if (!hostport.empty()) a.host = hostport;
-  return a;
-}
+using redis::RedisClient;
+using redis::RedisReply;
 
 class RedisCounterStore final : public CounterStore {
  public:
-  RedisCounterStore(RedisAddress address, const std::string& url, const CounterStoreOptions& options)
+  RedisCounterStore(std::unique_ptr<RedisClient> client, const std::string& url, const CounterStoreOptions& options)
       : CounterStore(options),
-        address_(std::move(address)),
+        client_(std::move(client)),
         shown_(RedactUrlPassword(url)),
         acquire_(kAcquireLua),
         finish_(kFinishLua),
         renew_(kRenewLua) {}
 
-  Status Check() {
-    Reply r;
-    return Command({"PING"}, &r);
-  }
+  Status Check() { return client_->Ping(); }
 
   Result<AcquireResult> Acquire(const std::vector<CounterRule>& rules, int64_t now_ms,
                                 const std::string& slot_id) override {
@@ -194,21 +137,20 @@ class RedisCounterStore final : public CounterStore {
       args.push_back(std::to_string(r.limit));
       args.push_back(std::to_string(r.amount));
     }
-    Reply reply;
-    PAGODA_RETURN_IF_ERROR(Eval(acquire_, keys, args, &reply));
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != rules.size() + 1) {
+    PAGODA_ASSIGN_OR_RETURN(const RedisReply reply, Eval(acquire_, keys, args));
+    if (reply.type != RedisReply::Type::kArray || reply.elements.size() != rules.size() + 1) {
       return Internal("rate limit store " + shown_ + ": unexpected acquire reply");
     }
-    for (size_t i = 0; i <= rules.size(); ++i) {
-      if (reply->element[i]->type != REDIS_REPLY_INTEGER) {
+    for (const RedisReply& e : reply.elements) {
+      if (e.type != RedisReply::Type::kInteger) {
         return Internal("rate limit store " + shown_ + ": unexpected acquire reply");
       }
     }
-    out.refused_rule = static_cast<int>(reply->element[0]->integer) - 1;
+    out.refused_rule = static_cast<int>(reply.elements[0].integer) - 1;
     out.admitted = out.refused_rule < 0;
     for (size_t i = 0; i < rules.size(); ++i) {
       out.readings.push_back(
-          {rules[i].limit, reply->element[i + 1]->integer, rules[i].kind == CounterKind::kConcurrent ? 0 : reset});
+          {rules[i].limit, reply.elements[i + 1].integer, rules[i].kind == CounterKind::kConcurrent ? 0 : reset});
     }
     return out;
   }
@@ -221,32 +163,31 @@ class RedisCounterStore final : public CounterStore {
     for (const std::string& k : r.slot_keys) keys.push_back(KeyFor(k, CounterKind::kConcurrent, 0));
     const std::vector<std::string> args = {std::to_string(r.token_keys.size()), std::to_string(r.token_delta),
                                            std::to_string(WindowTtl(r.window_start_ms)), r.slot_id};
-    Reply reply;
-    return Eval(finish_, keys, args, &reply);
+    return Eval(finish_, keys, args).status();
   }
 
   Status RenewSlots(const std::vector<std::string>& slot_keys, const std::string& slot_id, int64_t now_ms) override {
     if (slot_keys.empty()) return Status::Ok();
     std::vector<std::string> keys;
     for (const std::string& k : slot_keys) keys.push_back(KeyFor(k, CounterKind::kConcurrent, 0));
-    Reply reply;
     return Eval(renew_, keys,
                 {std::to_string(now_ms + options_.lease_ms), slot_id,
-                 std::to_string(std::max<int64_t>(2 * options_.lease_ms, 3'600'000))},
-                &reply);
+                 std::to_string(std::max<int64_t>(2 * options_.lease_ms, 3'600'000))})
+        .status();
   }
 
   Result<int64_t> Used(const std::string& key, CounterKind kind, int64_t now_ms) override {
-    Reply r;
     if (kind == CounterKind::kConcurrent) {
-      PAGODA_RETURN_IF_ERROR(
-          Command({"ZCOUNT", KeyFor(key, kind, 0), "(" + std::to_string(now_ms), "+inf"}, &r));
-      return static_cast<int64_t>(r->integer);
+      PAGODA_ASSIGN_OR_RETURN(
+          const RedisReply r,
+          client_->CommandOk({"ZCOUNT", KeyFor(key, kind, 0), "(" + std::to_string(now_ms), "+inf"}));
+      return r.integer;
     }
-    PAGODA_RETURN_IF_ERROR(Command({"GET", KeyFor(key, kind, WindowStart(now_ms, options_.window_ms))}, &r));
-    if (r->type != REDIS_REPLY_STRING) return int64_t{0};
+    PAGODA_ASSIGN_OR_RETURN(const RedisReply r,
+                            client_->CommandOk({"GET", KeyFor(key, kind, WindowStart(now_ms, options_.window_ms))}));
+    if (r.type != RedisReply::Type::kBytes) return int64_t{0};
     try {
-      return static_cast<int64_t>(std::stoll(std::string(r->str, r->len)));
+      return static_cast<int64_t>(std::stoll(r.bytes));
     } catch (...) {
       return Internal("rate limit store " + shown_ + ": counter is not a number");
     }
@@ -271,130 +212,27 @@ class RedisCounterStore final : public CounterStore {
     return std::max<int64_t>(end_of_next - now_ms, 60'000);
   }
 
-  Status Eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
-              Reply* out) {
+  // EVALSHA, and EVAL (which loads the script into the server's cache for
+  // the next EVALSHA) when the server does not know it: after a restart or
+  // SCRIPT FLUSH. Any other error reply is an IoError.
+  Result<RedisReply> Eval(const Script& script, const std::vector<std::string>& keys,
+                          const std::vector<std::string>& args) {
     std::vector<std::string> argv = {"EVALSHA", script.sha, std::to_string(keys.size())};
     argv.insert(argv.end(), keys.begin(), keys.end());
     argv.insert(argv.end(), args.begin(), args.end());
-    PAGODA_RETURN_IF_ERROR(Command(argv, out, /*allow_noscript=*/true));
-    if ((*out)->type == REDIS_REPLY_ERROR && std::string((*out)->str, (*out)->len).rfind("NOSCRIPT", 0) == 0) {
+    PAGODA_ASSIGN_OR_RETURN(RedisReply reply, client_->Command(argv));
+    if (reply.is_error() && reply.bytes.rfind("NOSCRIPT", 0) == 0) {
       argv[0] = "EVAL";
-      argv[1] = script.text;  // loads it into the script cache for the next EVALSHA
-      PAGODA_RETURN_IF_ERROR(Command(argv, out));
+      argv[1] = script.text;
+      return client_->CommandOk(argv);
     }
-    return Status::Ok();
+    if (reply.is_error()) return IoError("rate limit store " + shown_ + ": EVALSHA: " + reply.bytes);
+    return reply;
   }
 
-  // Runs one command on a pooled connection; a connection that failed is
-  // dropped and the command retried once on a new one. An error reply is an
-  // IoError (except NOSCRIPT when allowed, which the caller handles).
-  Status Command(const std::vector<std::string>& argv, Reply* out, bool allow_noscript = false) {
-    std::vector<const char*> ptrs;
-    std::vector<size_t> lens;
-    for (const std::string& a : argv) {
-      ptrs.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    std::string last;
-    for (int attempt = 0; attempt < kAttempts; ++attempt) {
-      Context c;
-      Status st = Take(&c);
-      if (!st.ok()) return st;
-      Reply r(static_cast<redisReply*>(
-          redisCommandArgv(c.get(), static_cast<int>(argv.size()), ptrs.data(), lens.data())));
-      if (!r) {
-        last = c->errstr[0] ? c->errstr : "connection lost";
-        Drop();
-        continue;
-      }
-      Give(std::move(c));
-      if (r->type == REDIS_REPLY_ERROR) {
-        const std::string msg(r->str, r->len);
-        if (allow_noscript && msg.rfind("NOSCRIPT", 0) == 0) {
-          *out = std::move(r);
-          return Status::Ok();
-        }
-        return IoError("rate limit store " + shown_ + ": " + argv[0] + ": " + msg);
-      }
-      *out = std::move(r);
-      return Status::Ok();
-    }
-    return IoError("rate limit store " + shown_ + ": " + argv[0] + ": " + last);
-  }
-
-  Status Take(Context* out) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return !idle_.empty() || open_ < options_.pool_size; });
-      if (!idle_.empty()) {
-        *out = std::move(idle_.back());
-        idle_.pop_back();
-        return Status::Ok();
-      }
-      ++open_;
-    }
-    timeval tv{static_cast<time_t>(options_.timeout_ms / 1000),
-               static_cast<suseconds_t>((options_.timeout_ms % 1000) * 1000)};
-    Context c(redisConnectWithTimeout(address_.host.c_str(), address_.port, tv));
-    std::string err;
-    if (!c) {
-      err = "out of memory";
-    } else if (c->err) {
-      err = c->errstr;
-    } else if (redisSetTimeout(c.get(), tv) != REDIS_OK) {
-      err = "cannot set the I/O timeout";
-    } else {
-      err = Setup(c.get());
-    }
-    if (!err.empty()) {
-      Drop();
-      return IoError("rate limit store " + shown_ + ": connect: " + err);
-    }
-    *out = std::move(c);
-    return Status::Ok();
-  }
-
-  // AUTH and SELECT on a new connection; "" on success.
-  std::string Setup(redisContext* c) {
-    auto run = [&](const std::vector<std::string>& argv) -> std::string {
-      std::vector<const char*> ptrs;
-      std::vector<size_t> lens;
-      for (const std::string& a : argv) {
-        ptrs.push_back(a.data());
-        lens.push_back(a.size());
-      }
-      Reply r(static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data())));
-      if (!r) return c->errstr[0] ? c->errstr : "connection lost";
-      if (r->type == REDIS_REPLY_ERROR) return argv[0] + ": " + std::string(r->str, r->len);
-      return "";
-    };
-    std::string err;
-    if (!address_.password.empty()) {
-      err = address_.user.empty() ? run({"AUTH", address_.password}) : run({"AUTH", address_.user, address_.password});
-      if (!err.empty()) return "AUTH failed";  // the reply may echo nothing secret, but say no more
-    }
-    if (address_.db != 0) err = run({"SELECT", std::to_string(address_.db)});
-    return err;
-  }
-
-  void Give(Context c) {
-    std::lock_guard<std::mutex> lock(mu_);
-    idle_.push_back(std::move(c));
-    cv_.notify_one();
-  }
-  void Drop() {
-    std::lock_guard<std::mutex> lock(mu_);
-    --open_;
-    cv_.notify_one();
-  }
-
-  const RedisAddress address_;
+  const std::unique_ptr<RedisClient> client_;
   const std::string shown_;
   const Script acquire_, finish_, renew_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Context> idle_;
-  int open_ = 0;
 };
 
 }  // namespace
@@ -402,8 +240,13 @@ class RedisCounterStore final : public CounterStore {
 Result<std::unique_ptr<CounterStore>> OpenRedisCounterStore(const std::string& url,
                                                             const CounterStoreOptions& options) {
   PAGODA_RETURN_IF_ERROR(ValidateCounterOptions(options));
-  PAGODA_ASSIGN_OR_RETURN(RedisAddress address, ParseRedisUrl(url));
-  auto store = std::make_unique<RedisCounterStore>(std::move(address), url, options);
+  redis::RedisClientOptions o;
+  o.name = "rate limit store";
+  o.pool_size = options.pool_size;
+  o.connect_timeout_ms = options.timeout_ms;
+  o.io_timeout_ms = options.timeout_ms;
+  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<RedisClient> client, RedisClient::Create(url, o));
+  auto store = std::make_unique<RedisCounterStore>(std::move(client), url, options);
   PAGODA_RETURN_IF_ERROR(store->Check());
   return std::unique_ptr<CounterStore>(std::move(store));
 }

@@ -9,7 +9,7 @@
 // --decode-weights) never adopts the blocks; bad flags are refused.
 // Usage: node kv_offload.test.mjs <pagoda binary> <model.gguf>
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -80,7 +80,7 @@ async function roundTrip(model, type) {
         assert.equal(cold.text, ref.text, `${type}: cold`);
         assert.equal(cold.lp, ref.lp, `${type}: cold logprobs`);
         for (const p of flood) await s.client.completions.create({ prompt: p, max_tokens: 8, temperature: 0 });
-        await waitFor(s, (m) => m.kv_offload_disk_writes_total > 0 && m.kv_offload_queue_depth === 0, 'write-back');
+        await waitFor(s, (m) => m.kv_offload_disk_writes_total > 0 && m.kv_offload_disk_queue_depth === 0, 'write-back');
         const before = (await s.metrics()).kv_offload_disk_hits_tokens_total;
         const back = await complete(s);
         // The engine's counters are published after the step that answered.
@@ -166,10 +166,100 @@ test('a block corrupted on disk is detected and recomputed; another fingerprint 
   } finally { rmSync(dir, { recursive: true, force: true }); }
 });
 
+// The shared tier: one redis-server of this test's own (loopback, no
+// persistence). Replica A evicts the returning prompt's blocks into Redis;
+// replica B, a separate process that never saw the prompt, serves it from
+// Redis: exactly the uncached answer. A value corrupted in Redis is refused
+// (counted) and recomputed. (Salt isolation: the block hash folds the
+// tenant's salt in; PagedKvCacheTest covers it.)
+async function startRedis() {
+  const probe = spawnSync('redis-server', ['--version']);
+  if (probe.status !== 0) return null;
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+                                      '--maxmemory', '256mb', '--maxmemory-policy', 'allkeys-lru'],
+                     { stdio: 'ignore' });
+  process.on('exit', () => proc.kill('SIGKILL'));
+  for (let i = 0; i < 100; ++i) {
+    if (spawnSync('redis-cli', ['-p', String(port), 'ping']).stdout?.toString().includes('PONG')) {
+      return { proc, port, url: `redis://127.0.0.1:${port}` };
+    }
+    await sleep(50);
+  }
+  proc.kill('SIGKILL');
+  throw new Error('redis-server did not start');
+}
+
+function redisCli(redis, ...args) {
+  return spawnSync('redis-cli', ['-p', String(redis.port), ...args], { encoding: 'utf8' }).stdout.trim();
+}
+
+test('Redis tier: a second replica serves the returning prompt from the shared store; corrupted values are recomputed', async () => {
+  const redis = await startRedis();
+  if (!redis) { console.log('  (redis-server is not installed: skipped; scripts/setup --tests installs it)'); return; }
+  try {
+    const cases = [[modelPath, 'f16'], [modelPath, 'bf16'], [modelPath, 'fp8_e4m3'], [modelPath, 'int8']];
+    if (existsSync(mla)) cases.push([mla, 'f16'], [mla, 'fp8_e4m3']);
+    for (const [model, type] of cases) {
+      const what = `${path.basename(model)} ${type}`;
+      redisCli(redis, 'FLUSHALL');
+      const common = ['--ctx-size', String(kCtx), '--kv-cache-dtype', type];
+      const shared = [...common, ...poolArgs(model, type), '--kv-offload', `redis=${redis.url}`];
+      let ref;
+      {
+        const s = await Server.start(bin, model, OpenAI, [...common, '--no-prefix-cache']);
+        try { ref = await complete(s); } finally { assert.equal(await s.stop(), 0); }
+      }
+      {
+        const a = await Server.start(bin, model, OpenAI, shared);
+        try {
+          assert.equal((await complete(a)).text, ref.text, `${what}: cold on A`);
+          for (const p of flood) await a.client.completions.create({ prompt: p, max_tokens: 8, temperature: 0 });
+          await waitFor(a, (m) => m.kv_offload_redis_writes_total > 0 && m.kv_offload_redis_queue_depth === 0,
+                        `${what}: write-back to Redis`);
+        } finally { assert.equal(await a.stop(), 0); }
+      }
+      const keys = redisCli(redis, '--scan', '--pattern', 'pagoda:kv:*').split('\n').filter(Boolean);
+      assert.ok(keys.length > 0, `${what}: keys in Redis`);
+      {
+        const b = await Server.start(bin, model, OpenAI, shared);
+        try {
+          const back = await complete(b);
+          await waitFor(b, (m) => m.kv_offload_redis_hits_tokens_total > 0, `${what}: restored from Redis on B`);
+          assert.ok(back.cached > 0, `${what}: cached_tokens on B ${back.cached}`);
+          assert.equal(back.text, ref.text, `${what}: B's text`);
+          assert.equal(back.lp, ref.lp, `${what}: B's logprobs`);
+        } finally { assert.equal(await b.stop(), 0); }
+      }
+      if (model !== modelPath || type !== 'f16') continue;
+      // Corrupt every value (one payload byte) and start a fresh replica.
+      for (const k of redisCli(redis, '--scan', '--pattern', 'pagoda:kv:*').split('\n').filter(Boolean)) {
+        const len = Number(redisCli(redis, 'STRLEN', k));
+        redisCli(redis, 'SETRANGE', k, String(len - 100), 'X');
+      }
+      {
+        const c = await Server.start(bin, model, OpenAI, shared);
+        try {
+          const back = await complete(c);
+          const m = await waitFor(c, (x) => x.kv_offload_redis_corrupt_total >= 1, 'corruption in Redis counted');
+          assert.equal(m.kv_offload_redis_hits_tokens_total, 0, 'no corrupted block adopted');
+          assert.equal(back.cached, 0);
+          assert.equal(back.text, ref.text, 'recomputed text');
+          assert.equal(back.lp, ref.lp, 'recomputed logprobs');
+        } finally { assert.equal(await c.stop(), 0); }
+      }
+    }
+  } finally { redis.proc.kill('SIGKILL'); }
+});
+
 test('bad --kv-offload flags are refused with a clear message', async () => {
   const cases = [
     [['--kv-offload', 'disk=64MiB'], /needs --kv-offload-dir/],
     [['--kv-offload', 'tape=1GiB', '--kv-offload-dir', '/tmp/x'], /expected disk=SIZE/],
+    [['--kv-offload', 'disk=1GiB,disk=2GiB', '--kv-offload-dir', '/tmp/x'], /each once/],
+    [['--kv-offload-dir', '/tmp/x'], /needs --kv-offload disk=SIZE/],
+    [['--kv-offload', 'redis=http://127.0.0.1:1'], /bad Redis URL/],
+    [['--kv-offload', 'redis=redis://:hunter2@127.0.0.1:1'], /Redis tier/],
     [['--kv-offload', 'disk=lots', '--kv-offload-dir', '/tmp/x'], /kv-offload/],
     [['--kv-offload', 'disk=64MiB', '--kv-offload-dir', '/tmp/x', '--no-prefix-cache'], /no-prefix-cache/],
     [['--kv-offload', 'disk=1', '--kv-offload-dir', path.join(tmpdir(), 'pagoda-kvoff-small')], /hold no block file/],
@@ -178,6 +268,7 @@ test('bad --kv-offload flags are refused with a clear message', async () => {
     const r = spawnSync(bin, ['serve', '-m', modelPath, '--port', '0', ...args], { encoding: 'utf8', timeout: 30000 });
     assert.notEqual(r.status, 0, `${args.join(' ')}: exit ${r.status}`);
     assert.match(r.stderr, re, args.join(' '));
+    assert.doesNotMatch(r.stderr, /hunter2/, 'a Redis password never reaches the log');
   }
   rmSync(path.join(tmpdir(), 'pagoda-kvoff-small'), { recursive: true, force: true });
 });

@@ -8,10 +8,15 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "engine/engine.h"
 #include "kv/block_hash.h"
@@ -219,6 +224,130 @@ TEST_F(KvEventCollectorTest, SaltedBlocksCarryTheSaltDigestInExtraKeys) {
     EXPECT_EQ(got, want) << "salt '" << salt << "'";
   }
 }
+
+// With the disk tier, a block leaving the pool is announced in medium DISK
+// (tokens and parent as the reference chain has them) before its CPU
+// removal; blocks restored when the prompt returns come back as CPU stores
+// while they stay on disk. Every DISK block is on disk.
+// With a disk bound of a few blocks, the tier drops the oldest: each drop is
+// a BlockRemoved in DISK, so the DISK blocks the events leave alive are
+// exactly those on disk.
+class KvEventCollectorDiskTest : public KvEventCollectorTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(KvEventCollectorDiskTest, DiskTierBlocksAreAnnouncedInTheirMedium) {
+  const int disk_blocks = GetParam();
+  const std::string dir = ::testing::TempDir() + "pagoda_kv_events_disk_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  EngineOptions o;
+  o.n_ctx = 128;
+  o.max_running = 1;
+  o.block_size = kBlock;
+  o.kv_type = KvType::kF32;
+  o.kv_memory_bytes = 12 * PagedKvCache::BlockBytes(l_.model->kv_cache_spec(), o.kv_type, kBlock);
+  o.kv_offload_dir = dir;
+  const int64_t block_bytes = PagedKvCache::BlockBytes(l_.model->kv_cache_spec(), o.kv_type, kBlock);
+  o.kv_offload_disk_bytes = disk_blocks * (block_bytes + 96 + 4 * kBlock + 8);  // records (kv/block_file.h)
+  o.model_fingerprint = 0x1234;
+  o.kv_event_sink = [this](kvevents::EventBatch&& b) { batches_.push_back(std::move(b)); };
+  auto engine = Engine::Create(*l_.model, o);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  Engine& e = **engine;
+
+  std::set<uint64_t> cpu, disk;
+  int disk_stored = 0, disk_removed = 0, restored_cpu = 0;
+  const uint64_t root = kv::BlockHasher(kBlock).Root("").lo;
+  auto apply = [&] {
+    for (; applied_ < batches_.size(); ++applied_) {
+      for (const kvevents::KvEvent& ev : batches_[applied_].events) {
+        if (const auto* st = std::get_if<kvevents::BlockStored>(&ev)) {
+          ASSERT_TRUE(st->medium.has_value());
+          ASSERT_EQ(st->token_ids.size(), st->block_hashes.size() * kBlock);
+          std::optional<uint64_t> parent;
+          if (st->parent_block_hash) parent = st->parent_block_hash->int_value();
+          for (size_t i = 0; i < st->block_hashes.size(); ++i) {
+            const uint64_t h = st->block_hashes[i].int_value();
+            const RefBlock& ref = ref_.at(h);
+            EXPECT_EQ(std::vector<int32_t>(st->token_ids.begin() + i * kBlock, st->token_ids.begin() + (i + 1) * kBlock),
+                      ref.tokens);
+            if (*st->medium == "DISK") {
+              // Named by hash even at the root, and announced while the pool still holds it.
+              EXPECT_EQ(parent, ref.parent ? *ref.parent : root);
+              EXPECT_EQ(cpu.count(h), 1u) << "DISK store of a block the pool did not hold";
+              EXPECT_TRUE(disk.insert(h).second);
+              ++disk_stored;
+            } else {
+              EXPECT_EQ(*st->medium, "CPU");
+              EXPECT_EQ(parent, ref.parent);
+              EXPECT_TRUE(cpu.insert(h).second);
+              restored_cpu += disk.count(h) != 0;
+            }
+            parent = h;
+          }
+        } else if (const auto* rm = std::get_if<kvevents::BlockRemoved>(&ev)) {
+          std::set<uint64_t>& set = rm->medium == "DISK" ? disk : cpu;
+          for (const auto& h : rm->block_hashes) EXPECT_EQ(set.erase(h.int_value()), 1u);
+          if (rm->medium == "DISK") disk_removed += static_cast<int>(rm->block_hashes.size());
+        } else {
+          cpu.clear();
+          disk.clear();
+        }
+      }
+    }
+  };
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(l_.model->n_vocab()) - 1);
+  std::vector<std::vector<int32_t>> prompts;
+  auto run = [&](const std::vector<int32_t>& prompt) {
+    EngineRequest req;
+    req.id = "r";
+    req.prompt = prompt;
+    req.max_tokens = 4;
+    req.sampling.temperature = 0;
+    auto h = e.Submit(req);
+    ASSERT_TRUE(h.ok());
+    while (e.Step()) {
+    }
+    std::vector<int32_t> all = prompt;
+    while (auto ev = (*h)->TryPop()) {
+      if (ev->has_token()) all.push_back(ev->token);
+    }
+    AddChain(all, ref_);
+    apply();
+  };
+  for (int r = 0; r < 6; ++r) {
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 60; ++i) prompt.push_back(tok(rng));
+    prompts.push_back(prompt);
+    run(prompt);
+  }
+  ASSERT_GT(disk_stored, 0) << "the pool never evicted to disk";
+  const PagedKvCache& kv = e.kv_cache();
+  ASSERT_NE(kv.disk_tier(), nullptr);
+  EXPECT_EQ(disk_stored, kv.offload_stats().offered_blocks);
+  for (int i = 0; i < 5000 && kv.disk_tier()->stats().writes < disk_stored; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(kv.disk_tier()->stats().writes, disk_stored);
+  e.Step();  // nothing to run: drains the tier's removals into a batch
+  apply();
+  for (uint64_t h : disk) EXPECT_TRUE(kv.disk_tier()->Contains(ref_.at(h).hash));
+  for (const auto& [lo, b] : ref_) {
+    if (kv.disk_tier()->Contains(b.hash)) EXPECT_EQ(disk.count(lo), 1u) << "a block on disk the events do not hold";
+  }
+  if (disk_blocks < 20) {
+    EXPECT_GT(disk_removed, 0) << "the disk bound never dropped a block";
+    return;
+  }
+  EXPECT_EQ(disk_removed, 0);
+  // The first prompt returns: its blocks come back from disk, as CPU stores.
+  run(prompts[0]);
+  EXPECT_GT(restored_cpu, 0);
+  EXPECT_EQ(static_cast<int32_t>(cpu.size()), kv.prefix_cache().n_registered());
+  engine->reset();  // writes the pool's blocks at shutdown, into the directory
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(DiskBound, KvEventCollectorDiskTest, ::testing::Values(4, 1000));
 
 TEST_F(KvEventCollectorTest, RefusesEventsWithoutPrefixCaching) {
   EngineOptions o;

@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kv/tier_test_blocks.h"
+
 #include "support/test_paths.h"
 
 namespace pagoda::kv {
@@ -23,39 +25,13 @@ namespace {
 namespace fs = std::filesystem;
 using kernels::KvType;
 
-constexpr uint64_t kModel = 0x00c0ffee12345678ULL;
+constexpr uint64_t kModel = testing::kTestModel;
 
 BlockLayout Layout(uint64_t fingerprint = kModel, KvType type = KvType::kF16) {
-  BlockLayout l;
-  l.model_fingerprint = fingerprint;
-  l.layers = {{8, 8, 2}, {8, 8, 2}};
-  l.type = type;
-  l.block_size = 4;
-  BlockPoolOptions po;
-  po.layers = l.layers;
-  po.type = l.type;
-  po.block_size = l.block_size;
-  l.block_bytes = BlockPool::BlockBytes(po);
-  return l;
+  return testing::TestLayout(fingerprint, type);
 }
-
-struct Block {
-  BlockHash hash;
-  BlockHash parent;
-  std::vector<int32_t> tokens;
-  std::vector<uint8_t> payload;
-};
-
-Block MakeBlock(const BlockLayout& l, uint64_t id) {
-  Block b;
-  b.hash = BlockHash{id * 0x9e3779b97f4a7c15ULL, id + 1};
-  b.parent = BlockHash{id, 0};
-  b.tokens.resize(l.block_size);
-  std::iota(b.tokens.begin(), b.tokens.end(), static_cast<int32_t>(id * 10));
-  b.payload.resize(l.block_bytes);
-  for (size_t i = 0; i < b.payload.size(); ++i) b.payload[i] = static_cast<uint8_t>(id * 13 + i * 7);
-  return b;
-}
+using Block = testing::TestBlock;
+Block MakeBlock(const BlockLayout& l, uint64_t id) { return testing::MakeTestBlock(l, id); }
 
 class DiskTierTest : public ::testing::Test {
  protected:
@@ -116,7 +92,7 @@ TEST_F(DiskTierTest, RoundTripsABlockBitwise) {
   EXPECT_EQ(static_cast<int64_t>(fs::file_size(FileOf(b.hash))), t->layout().RecordBytes());
   EXPECT_TRUE(t->Contains(b.hash));
   ExpectGet(*t, b);
-  const DiskTierStats s = t->stats();
+  const KvTierStats s = t->stats();
   EXPECT_EQ(s.blocks, 1);
   EXPECT_EQ(s.bytes, t->layout().RecordBytes());
   EXPECT_EQ(s.queued, 0);
@@ -178,7 +154,7 @@ TEST_F(DiskTierTest, CorruptFileIsDataLossAndDeleted) {
   EXPECT_EQ(out, std::vector<uint8_t>(out.size(), 0xEE));
   EXPECT_FALSE(fs::exists(FileOf(b.hash)));
   EXPECT_FALSE(t->Contains(b.hash));
-  const DiskTierStats s = t->stats();
+  const KvTierStats s = t->stats();
   EXPECT_EQ(s.corrupt, 1);
   EXPECT_EQ(s.hits, 0);
   EXPECT_EQ(s.blocks, 0);
@@ -218,7 +194,7 @@ TEST_F(DiskTierTest, SizeBoundDeletesTheLeastRecentlyUsed) {
   EXPECT_FALSE(fs::exists(FileOf(b.hash)));
   EXPECT_TRUE(t->Contains(c.hash));
   EXPECT_TRUE(t->Contains(d.hash));
-  const DiskTierStats s = t->stats();
+  const KvTierStats s = t->stats();
   EXPECT_EQ(s.deleted, 1);
   EXPECT_EQ(s.blocks, 3);
   EXPECT_EQ(s.bytes, 3 * l.RecordBytes());
@@ -328,7 +304,7 @@ TEST_F(DiskTierTest, FullQueueDropsAndQueuedBlocksAreServed) {
   EXPECT_TRUE(Put(*t, b));
   EXPECT_FALSE(Put(*t, c));  // full
   EXPECT_FALSE(Put(*t, b));  // queued already
-  DiskTierStats s = t->stats();
+  KvTierStats s = t->stats();
   EXPECT_EQ(s.queued, 2);
   EXPECT_EQ(s.dropped, 2);
   EXPECT_TRUE(t->Contains(a.hash));
@@ -390,7 +366,7 @@ TEST_F(DiskTierTest, ConcurrentGetsSeeWholeBlocksOrNothing) {
   done = true;
   for (std::thread& th : readers) th.join();
   EXPECT_EQ(wrong.load(), 0);
-  const DiskTierStats s = t->stats();
+  const KvTierStats s = t->stats();
   EXPECT_EQ(s.corrupt, 0);
   EXPECT_EQ(s.writes, kBlocks);
   EXPECT_EQ(s.blocks, 8);

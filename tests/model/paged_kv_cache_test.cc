@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -227,7 +229,16 @@ TEST(PagedKvCacheTest, EvictedBlocksComeBackFromTheDiskTier) {
       // keep_available 3: the pool cannot spare a block, nothing restored.
       EXPECT_EQ(kv->AdoptPrefix(2, t, "tenant-a", 3), 0);
       kv->RemoveSequence(2);
-      EXPECT_EQ(kv->AdoptPrefix(2, t, "tenant-a"), 8) << KvTypeName(type);
+      // Through the loader thread: pending, then ready, then adopted from its staging.
+      EXPECT_EQ(kv->PrefetchPrefix(42, t, "tenant-b"), PagedKvCache::PrefetchState::kNotNeeded);
+      ASSERT_EQ(kv->PrefetchPrefix(42, t, "tenant-a"), PagedKvCache::PrefetchState::kPending);
+      for (int i = 0; i < 5000 && kv->prefetch_pending(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ASSERT_EQ(kv->PrefetchPrefix(42, t, "tenant-a"), PagedKvCache::PrefetchState::kReady);
+      const int64_t read_before = kv->disk_tier()->stats().read_bytes;
+      EXPECT_EQ(kv->AdoptPrefix(2, t, "tenant-a", 0, 42), 8) << KvTypeName(type);
+      EXPECT_EQ(kv->disk_tier()->stats().read_bytes, read_before) << "adoption read the disk again";
+      EXPECT_EQ(kv->tier_loader()->stats().blocks, 2);
+      EXPECT_EQ(kv->PrefetchPrefix(42, t, "tenant-a"), PagedKvCache::PrefetchState::kNotNeeded);  // in the pool now
       for (int i = 0; i < 2; ++i) {
         const auto* b = static_cast<const uint8_t*>(kv->pool().data(kv->block_table(2)[i]));
         EXPECT_EQ(0, std::memcmp(b, original[i].data(), original[i].size())) << KvTypeName(type) << " block " << i;
