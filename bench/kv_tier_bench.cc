@@ -153,8 +153,10 @@ int main(int argc, char** argv) {
     const auto t0 = Clock::now();
     loader.Request(1, tokens, root_hash);
     while (loader.state(1) == pagoda::kv::TierLoader::State::kPending) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    const size_t n = loader.Take(1).size();
+    std::vector<pagoda::kv::StagedBlock> staged = loader.Take(1);
     const double s = Since(t0);
+    const size_t n = staged.size();
+    loader.Recycle(std::move(staged));  // as the engine does after copying them into the pool
     if (n != static_cast<size_t>(blocks)) {
       std::fprintf(stderr, "restored %zu of %d blocks\n", n, blocks);
       std::exit(1);

@@ -383,6 +383,17 @@ Result<BlockRecord> DiskTier::Get(const BlockHash& hash, void* payload) {
 
 void DiskTier::Flush() { impl_->queue->Flush(); }
 
+void DiskTier::WillNeed(const BlockHash& hash) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->index.count(hash) == 0) return;
+  }
+  const int fd = ::open(impl_->PathOf(hash).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+  ::close(fd);
+}
+
 void DiskTier::TakeRemoved(std::vector<BlockHash>* out) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   out->insert(out->end(), impl_->removed.begin(), impl_->removed.end());

@@ -72,6 +72,9 @@ class KvTier {
   // Blocks until every queued block is written or given up (tests, shutdown).
   virtual void Flush() = 0;
   virtual KvTierStats stats() const = 0;
+  // A hint that Get(hash) follows soon: the disk tier starts reading the
+  // file ahead (posix_fadvise WILLNEED), so a chain's reads overlap.
+  virtual void WillNeed(const BlockHash& hash) { (void)hash; }
   // Appends the blocks the tier dropped since the last call (size bound,
   // failed verification, failed write), for KV events; at most a bounded
   // backlog is kept between calls. Tiers that cannot tell (Redis evicts on

@@ -51,6 +51,20 @@ struct TierLoader::Impl {
     return it != entries.end() && it->second.gen == gen;
   }
 
+  std::vector<std::vector<uint8_t>> spare;  // recycled staging buffers (under mu)
+
+  std::vector<uint8_t> Buffer() {
+    {
+      std::lock_guard lock(mu);
+      if (!spare.empty()) {
+        std::vector<uint8_t> b = std::move(spare.back());
+        spare.pop_back();
+        return b;
+      }
+    }
+    return std::vector<uint8_t>(options.block_bytes);
+  }
+
   // Reads the job's chain; no lock held.
   std::vector<StagedBlock> Load(const Job& job, int64_t* failures) {
     std::vector<StagedBlock> out;
@@ -58,19 +72,33 @@ struct TierLoader::Impl {
     const size_t n = job.tokens.size() / bs;
     const size_t cap = std::max<size_t>(1, static_cast<size_t>(options.max_staged_bytes / 2) /
                                                std::max<size_t>(1, options.block_bytes));
+    // First the chain as far as the tiers hold it, each block hinted to its
+    // tier, then the reads.
+    struct Found {
+      BlockHash hash;
+      size_t tier;
+    };
+    std::vector<Found> chain;
     BlockHash parent = job.parent;
-    for (size_t i = 0; i < n && out.size() < cap; ++i) {
-      const std::span<const int32_t> t(job.tokens.data() + i * bs, bs);
-      const BlockHash h = hasher.Next(parent, t);
+    for (size_t i = 0; i < n && chain.size() < cap; ++i) {
+      const BlockHash h = hasher.Next(parent, std::span<const int32_t>(job.tokens.data() + i * bs, bs));
       size_t ti = 0;
       while (ti < tiers.size() && !tiers[ti]->Contains(h)) ++ti;
       if (ti == tiers.size()) break;
-      KvTier* tier = tiers[ti];
+      tiers[ti]->WillNeed(h);
+      chain.push_back(Found{h, ti});
+      parent = h;
+    }
+    parent = job.parent;
+    for (size_t i = 0; i < chain.size(); ++i) {
+      const std::span<const int32_t> t(job.tokens.data() + i * bs, bs);
+      const BlockHash h = chain[i].hash;
+      KvTier* tier = tiers[chain[i].tier];
       StagedBlock b;
       b.hash = h;
       b.parent = parent;
-      b.tier = static_cast<int32_t>(ti);
-      b.payload.resize(options.block_bytes);
+      b.tier = static_cast<int32_t>(chain[i].tier);
+      b.payload = Buffer();
       auto rec = tier->Get(h, b.payload.data());
       // The record names its chain: a hash collision or a stray record must
       // not hand another prefix's KV to this one.
@@ -188,6 +216,17 @@ size_t TierLoader::pending() const {
   size_t n = 0;
   for (const auto& [k, e] : impl_->entries) n += e.state == State::kPending;
   return n;
+}
+
+void TierLoader::Recycle(std::vector<StagedBlock>&& blocks) {
+  std::lock_guard lock(impl_->mu);
+  const size_t keep = static_cast<size_t>(impl_->options.max_staged_bytes / 2) /
+                      std::max<size_t>(1, impl_->options.block_bytes);
+  for (StagedBlock& b : blocks) {
+    if (impl_->spare.size() >= keep) break;
+    if (b.payload.size() == impl_->options.block_bytes) impl_->spare.push_back(std::move(b.payload));
+  }
+  blocks.clear();
 }
 
 size_t TierLoader::outstanding() const {

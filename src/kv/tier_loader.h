@@ -11,6 +11,9 @@
 // cannot read. The engine thread polls (State) and, once ready, takes the
 // staged blocks (Take) and copies them into pool blocks at admission.
 //
+// Reads run ahead: the chain's blocks are hinted to their tier (WillNeed)
+// before the first is read, so a cold disk serves them in parallel.
+//
 // Staging is bounded: a request stages at most max_staged_bytes / 2, and a
 // finished request that is never taken (its request was cancelled while it
 // waited) is dropped once more than max_ready requests are ready.
@@ -70,6 +73,9 @@ class TierLoader {
   // be read, or the key is not ready); forgets the key.
   std::vector<StagedBlock> Take(uint64_t key);
   void Cancel(uint64_t key);
+  // Gives taken blocks' buffers back for reuse (kept up to a bound): the
+  // next chains read into memory already faulted in.
+  void Recycle(std::vector<StagedBlock>&& blocks);
   size_t pending() const;      // requests not finished yet
   size_t outstanding() const;  // requests pending or ready (not taken nor cancelled)
   TierLoaderStats stats() const;

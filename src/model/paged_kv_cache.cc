@@ -341,6 +341,7 @@ int32_t PagedKvCache::AdoptPrefix(int32_t seq, std::span<const int32_t> tokens, 
       restored += RestoreFromTiers(s, tokens, salt, k + restored, max_blocks, keep_available);
     }
   }
+  if (!staged.empty()) loader_->Recycle(std::move(staged));
   s.length = (k + restored) * bs;
   prefix_->RecordQuery(n, int64_t{k} * bs);
   return s.length;
