@@ -118,10 +118,15 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Open(const ControlPlaneOptio
   cp->ledger_ = std::make_unique<tenancy::UsageLedger>(*cp->store_);
   // Never logged, persisted or shown (InternalToken).
   PAGODA_ASSIGN_OR_RETURN(cp->internal_token_, tenancy::RandomId("", 32));
-  // Provisioned reservations show against throughput in the SLA figures.
-  if (auto rs = cp->store_->ListReservations(); rs.ok()) {
-    for (const auto& r : *rs) cp->sla_.SetReservation(r.tenant_id, r.model, r.tokens_per_second);
-  }
+  // Provisioned reservations show against throughput in the SLA figures,
+  // as the store has them now: a change through the admin API (of this or
+  // any process) bumps the generation and is read on the next snapshot.
+  cp->sla_.SetReservationSource(
+      [cache = cp->cache_.get()]() -> std::optional<std::vector<tenancy::Reservation>> {
+        auto all = cache->Reservations();
+        if (!all.ok()) return std::nullopt;  // keep the last known; /metrics still answers
+        return std::move(all).value();
+      });
   PAGODA_LOG(Info) << "control plane: store " << cp->store_->Describe() << ", counters " << cp->counters_->Describe();
   return cp;
 }

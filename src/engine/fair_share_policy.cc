@@ -2,18 +2,85 @@
 
 #include <algorithm>
 #include <limits>
+#include <ranges>
 
 namespace pagoda {
 
+std::string FairSharePolicy::SlotKey(const std::string& tenant, int32_t priority) {
+  return std::to_string(priority) + "/" + tenant;  // the band never holds a '/': unambiguous
+}
+
 int32_t FairSharePolicy::SlotOf(Sequence& s) {
-  if (s.policy_slot >= 0) return s.policy_slot;
-  auto [it, inserted] = slots_.try_emplace(s.request().tenant, static_cast<int32_t>(tenants_.size()));
-  if (inserted) {
-    tenants_.emplace_back();
-    tenants_.back().id = s.request().tenant;
+  // Looked up again each time the sequence waits: a preempted sequence's
+  // tenant may have been forgotten as the sequence left the running set.
+  const int32_t priority = s.request().priority;
+  std::string key = SlotKey(s.request().tenant, priority);
+  auto it = slots_.find(key);
+  if (it == slots_.end()) {
+    if (options_.forget_idle_tenants && free_.empty() && slots_.size() >= sweep_at_) {
+      Sweep();
+      sweep_at_ = std::max(options_.first_sweep_at, 2 * slots_.size());
+    }
+    int32_t slot;
+    if (!free_.empty()) {
+      slot = free_.back();
+      free_.pop_back();
+      tenants_[static_cast<size_t>(slot)] = Tenant();
+    } else {
+      slot = static_cast<int32_t>(tenants_.size());
+      tenants_.emplace_back();
+    }
+    tenants_[static_cast<size_t>(slot)].key = key;
+    tenants_[static_cast<size_t>(slot)].priority = priority;
+    it = slots_.emplace(std::move(key), slot).first;
   }
   s.policy_slot = it->second;
   return s.policy_slot;
+}
+
+double FairSharePolicy::Floor(int32_t priority, const Tenant* except) const {
+  double floor = std::numeric_limits<double>::infinity();
+  for (const Tenant& o : tenants_) {  // forgotten slots have nothing waiting
+    if (&o != except && o.n_waiting > 0 && o.priority == priority) floor = std::min(floor, o.counter);
+  }
+  if (floor != std::numeric_limits<double>::infinity()) return floor;
+  const auto band = bands_.find(priority);
+  if (band == bands_.end()) return floor;
+  if (band->second.last_left >= 0) return tenants_[static_cast<size_t>(band->second.last_left)].counter;
+  if (band->second.forgotten_floor != -std::numeric_limits<double>::infinity()) return band->second.forgotten_floor;
+  return floor;
+}
+
+bool FairSharePolicy::MaybeForget(Tenant& t, double floor) {
+  if (!options_.forget_idle_tenants || t.n_waiting > 0 || t.n_running > 0) return false;
+  if (floor == std::numeric_limits<double>::infinity() || t.counter > floor) return false;
+  const auto slot = static_cast<int32_t>(&t - tenants_.data());
+  Band& band = bands_[t.priority];
+  if (band.last_left == slot) {
+    band.forgotten_floor = t.counter;
+    band.last_left = -1;
+  }
+  slots_.erase(t.key);
+  t = Tenant();
+  free_.push_back(slot);
+  return true;
+}
+
+void FairSharePolicy::Sweep() {
+  // No idle tenant is backlogged, so the idle tenants of a band share one
+  // floor, and forgetting them does not move it.
+  std::map<int32_t, double> floors;
+  for (const auto& [priority, band] : bands_) floors[priority] = Floor(priority, nullptr);
+  std::vector<int32_t> idle;
+  for (int32_t i : std::views::values(slots_)) {
+    const Tenant& t = tenants_[static_cast<size_t>(i)];
+    if (t.n_waiting == 0 && t.n_running == 0) idle.push_back(i);
+  }
+  for (int32_t i : idle) {
+    Tenant& t = tenants_[static_cast<size_t>(i)];
+    const auto f = floors.find(t.priority);
+    if (f != floors.end()) MaybeForget(t, f->second);
+  }
 }
 
 bool FairSharePolicy::AdmitBefore(const Sequence& a, const Sequence& b) const {
@@ -111,13 +178,7 @@ void FairSharePolicy::OnWaiting(Sequence& s) {
   Tenant& t = tenants_[static_cast<size_t>(SlotOf(s))];
   if (t.n_waiting++ > 0) return;
   // Newly backlogged: no credit for the time it was not.
-  double floor = std::numeric_limits<double>::infinity();
-  for (const Tenant& o : tenants_) {
-    if (&o != &t && o.n_waiting > 0) floor = std::min(floor, o.counter);
-  }
-  if (floor == std::numeric_limits<double>::infinity() && last_left_ >= 0) {
-    floor = tenants_[static_cast<size_t>(last_left_)].counter;
-  }
+  const double floor = Floor(t.priority, &t);
   if (floor != std::numeric_limits<double>::infinity()) t.counter = std::max(t.counter, floor);
 }
 
@@ -128,6 +189,7 @@ void FairSharePolicy::OnLeave(const Sequence& s, bool was_waiting) {
   } else {
     --t.n_running;
   }
+  if (options_.forget_idle_tenants && t.n_waiting == 0 && t.n_running == 0) MaybeForget(t, Floor(t.priority, &t));
 }
 
 void FairSharePolicy::OnSampled(const Sequence& s) {
@@ -135,11 +197,11 @@ void FairSharePolicy::OnSampled(const Sequence& s) {
 }
 
 void FairSharePolicy::LeaveBacklog(Tenant& t) {
-  if (--t.n_waiting == 0) last_left_ = static_cast<int32_t>(&t - tenants_.data());
+  if (--t.n_waiting == 0) bands_[t.priority].last_left = static_cast<int32_t>(&t - tenants_.data());
 }
 
-double FairSharePolicy::counter(const std::string& tenant) const {
-  auto it = slots_.find(tenant);
+double FairSharePolicy::counter(const std::string& tenant, int32_t priority) const {
+  auto it = slots_.find(SlotKey(tenant, priority));
   return it == slots_.end() ? 0 : tenants_[static_cast<size_t>(it->second)].counter;
 }
 

@@ -172,8 +172,8 @@ http::Router Gateway::BuildRouter() {
              }));
   router.Add("GET", "/metrics", http::SyncHandler([this](const http::Request&) {
                http::Response r = http::Response::Text(
-                   200, metrics_.Render(*table()) + rollouts_->RenderMetrics() +
-                            (control_ ? control_->RenderMetrics() : std::string()) +
+                   200, metrics_.Render(*table()) + RenderServerMetrics(server_->stats()) +
+                            rollouts_->RenderMetrics() + (control_ ? control_->RenderMetrics() : std::string()) +
                             (batch_ ? batch_->RenderMetrics() : std::string()));
                r.content_type = "text/plain; version=0.0.4";
                return r;

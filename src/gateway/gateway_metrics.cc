@@ -87,6 +87,14 @@ uint64_t GatewayMetrics::retries_total() const {
   return n;
 }
 
+std::string RenderServerMetrics(const http::ServerStats& stats) {
+  return "# HELP pagoda_gateway_tls_handshake_failures_total TLS handshakes that failed or timed out (plain HTTP "
+         "to the TLS port, a bad client hello, a client refusing the certificate).\n"
+         "# TYPE pagoda_gateway_tls_handshake_failures_total counter\n"
+         "pagoda_gateway_tls_handshake_failures_total " +
+         std::to_string(stats.tls_handshake_failures) + "\n";
+}
+
 std::string GatewayMetrics::Render(const RoutingTable& table) const {
   std::ostringstream o;
   {

@@ -21,6 +21,7 @@
 #include "gateway/kv_event_feed.h"
 #include "gateway/routing_table.h"
 #include "gateway/usage_reader.h"
+#include "http/server.h"
 
 namespace pagoda::gateway {
 
@@ -33,6 +34,11 @@ struct DeploymentCounts {
   uint64_t requests = 0;
   uint64_t failures = 0;
 };
+
+// The gateway's HTTP server's own counters:
+// pagoda_gateway_tls_handshake_failures_total (plain HTTP to the TLS port,
+// a bad client hello, a client refusing the certificate, a timeout).
+std::string RenderServerMetrics(const http::ServerStats& stats);
 
 class GatewayMetrics {
  public:

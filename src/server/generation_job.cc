@@ -49,9 +49,8 @@ void MergeDelta(api::ChatDelta* into, api::ChatDelta&& more) {
 
 }  // namespace
 
-std::optional<api::ApiError> GenerationJob::Start(ServeContext& ctx, std::vector<EngineRequest> requests,
-                                                  JobSpec spec, std::unique_ptr<ResponseFormat> format,
-                                                  std::shared_ptr<http::ResponseWriter> writer) {
+void GenerationJob::Start(ServeContext& ctx, std::vector<EngineRequest> requests, JobSpec spec,
+                          std::unique_ptr<ResponseFormat> format, std::shared_ptr<http::ResponseWriter> writer) {
   for (auto& r : requests) spec.tenant.ApplyTo(r);
   auto job = std::make_shared<GenerationJob>(ctx, std::move(spec), std::move(format), std::move(writer));
   const auto arrival = std::chrono::steady_clock::now();
@@ -62,12 +61,18 @@ std::optional<api::ApiError> GenerationJob::Start(ServeContext& ctx, std::vector
     auto handle = ctx.engine->Submit(std::move(r));
     if (!handle.ok()) {
       job->CancelAll();
-      return ApiErrorFromStatus(handle.status());
+      if (job->spec_.on_finish) job->spec_.on_finish(JobOutcome{.failed = true});
+      job->writer_->Respond(job->WithHeaders(ErrorResponse(ApiErrorFromStatus(handle.status()))));
+      return;
     }
     job->handles_.push_back(*handle);
   }
   job->Attach();
-  return std::nullopt;
+}
+
+http::Response GenerationJob::WithHeaders(http::Response r) const {
+  for (const auto& [name, value] : spec_.response_headers.fields()) r.headers.Set(name, value);
+  return r;
 }
 
 GenerationJob::GenerationJob(ServeContext& ctx, JobSpec spec, std::unique_ptr<ResponseFormat> format,
@@ -92,7 +97,7 @@ void GenerationJob::Attach() {
     if (auto job = weak.lock()) job->CancelAll();
   });
   if (spec_.stream) {
-    writer_->BeginSse();
+    writer_->BeginSse(spec_.response_headers);
     for (auto& c : choices_) {
       std::string begin = format_->StreamBegin(c->index);
       if (!begin.empty()) writer_->SendSse(begin);
@@ -273,7 +278,7 @@ void GenerationJob::Fail(const Status& error) {
     writer_->SendSse(api::kSseDone);
     writer_->EndSse();
   } else {
-    writer_->Respond(ErrorResponse(e));
+    writer_->Respond(WithHeaders(ErrorResponse(e)));
   }
 }
 
@@ -321,7 +326,7 @@ void GenerationJob::Complete() {
     if (c->parser) o.message = c->parser->message();
     out.push_back(std::move(o));
   }
-  writer_->Respond(http::Response::Json(200, format_->Body(out, usage)));
+  writer_->Respond(WithHeaders(http::Response::Json(200, format_->Body(out, usage))));
 }
 
 }  // namespace pagoda::server

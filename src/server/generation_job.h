@@ -100,16 +100,18 @@ struct JobSpec {
   TenantFields tenant;
   // Called once when the job ends, however it ends (request_admission.h).
   std::function<void(const JobOutcome&)> on_finish;
+  // On every response the job sends, streamed or not, error or not: the
+  // control plane's x-ratelimit-* for the admitted request (request_admission.h).
+  http::Headers response_headers;
 };
 
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
  public:
-  // Submits `requests` (one per prompt). On an engine refusal, cancels what
-  // was submitted and returns the error for the caller to answer with;
-  // otherwise the job answers through `writer` itself.
-  static std::optional<api::ApiError> Start(ServeContext& ctx, std::vector<EngineRequest> requests, JobSpec spec,
-                                            std::unique_ptr<ResponseFormat> format,
-                                            std::shared_ptr<http::ResponseWriter> writer);
+  // Submits `requests` (one per prompt); the job answers through `writer`.
+  // On an engine refusal it cancels what was submitted, meters the request
+  // as failed (on_finish) and answers with the error itself.
+  static void Start(ServeContext& ctx, std::vector<EngineRequest> requests, JobSpec spec,
+                    std::unique_ptr<ResponseFormat> format, std::shared_ptr<http::ResponseWriter> writer);
 
   GenerationJob(ServeContext& ctx, JobSpec spec, std::unique_ptr<ResponseFormat> format,
                 std::shared_ptr<http::ResponseWriter> writer);
@@ -131,6 +133,8 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   std::vector<api::TokenLogprob> EchoLogprobs(int prompt) const;  // the echoed prompt's entries
   bool SendEcho(Choice& c);  // stream: the echoed prompt with its logprobs; false when the client is gone
   void Fail(const Status& error);
+  // `r` with spec_.response_headers added.
+  http::Response WithHeaders(http::Response r) const;
   void Complete();
   void CancelAll();
 

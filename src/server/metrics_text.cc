@@ -132,4 +132,13 @@ std::string RenderPrometheus(const EngineStats& s, std::string_view model_name) 
   return w.Take();
 }
 
+std::string RenderPrometheus(const http::ServerStats& s, std::string_view model_name) {
+  Writer w(model_name);
+  w.Counter("tls_handshake_failures_total",
+            "TLS handshakes that failed or timed out (plain HTTP to the TLS port, a bad client hello, a client "
+            "refusing the certificate).",
+            static_cast<double>(s.tls_handshake_failures));
+  return w.Take();
+}
+
 }  // namespace pagoda::server

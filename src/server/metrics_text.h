@@ -7,9 +7,14 @@
 #include <string_view>
 
 #include "engine/engine_stats.h"
+#include "http/server.h"
 
 namespace pagoda::server {
 
 std::string RenderPrometheus(const EngineStats& stats, std::string_view model_name);
+// The HTTP server's own: pagoda:tls_handshake_failures_total (plain HTTP to
+// the TLS port, a bad client hello, a client refusing the certificate, a
+// handshake timing out; always 0 on a plain HTTP server).
+std::string RenderPrometheus(const http::ServerStats& stats, std::string_view model_name);
 
 }  // namespace pagoda::server

@@ -141,6 +141,7 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
         std::max<size_t>(http_options.max_body_bytes, static_cast<size_t>(options.batch.max_file_bytes) + (1u << 20));
   }
   st.http = std::make_unique<http::Server>(http_options, std::move(router));
+  ctx.http = st.http.get();
   return server;
 }
 

@@ -39,6 +39,9 @@ std::optional<http::Response> AdmitGeneration(ServeContext& ctx, const http::Req
   auto ticket = cp.Admit(*caller, model, prompt_tokens, max_tokens, request_id);
   if (auto* refused = std::get_if<http::Response>(&ticket)) return std::move(*refused);
   auto t = std::make_shared<control::Ticket>(std::move(std::get<control::Ticket>(ticket)));
+  // The gateway's headers for an admitted request (ControlPlane::Admit, as
+  // gateway/request_meter sends them), on whatever the job answers.
+  for (const auto& h : t->headers) spec.response_headers.Set(h.name, h.value);
   spec.tenant.tenant = caller->tenant.id;
   spec.tenant.weight = caller->tenant.weight;
   spec.tenant.priority = caller->priority;

@@ -23,8 +23,10 @@ namespace pagoda::server {
 // signed class, else the request's own (at most interactive when this replica
 // expects signed tenant headers and got none).
 //
-// nullopt: go on (spec.tenant and spec.on_finish are set); otherwise the
-// response to send (400 bad x-pagoda-service-tier, 401/403/429/503).
+// nullopt: go on (spec.tenant, spec.on_finish and spec.response_headers, the
+// x-ratelimit-* of the admission, are set); otherwise the response to send
+// (400 bad x-pagoda-service-tier, 401/403/429/503, refusals with their
+// x-ratelimit-* and retry-after).
 std::optional<http::Response> AdmitGeneration(ServeContext& ctx, const http::Request& request,
                                               const std::string& model, int64_t prompt_tokens, int64_t max_tokens,
                                               std::optional<WorkloadClass> requested, JobSpec& spec);

@@ -127,11 +127,7 @@ void HandleChat(ServeContext& ctx, const http::Request& request, std::shared_ptr
     spec.marker_tokens = ctx.marker_tokens;
   }
   auto format = std::make_unique<ChatFormat>(id, api::UnixTimeNow(), ctx.model_id, o.include_usage);
-  auto metered = spec.on_finish;
-  if (auto e = GenerationJob::Start(ctx, std::move(requests), std::move(spec), std::move(format), writer)) {
-    if (metered) metered(JobOutcome{.failed = true});
-    fail(*e);
-  }
+  GenerationJob::Start(ctx, std::move(requests), std::move(spec), std::move(format), std::move(writer));
 }
 
 }  // namespace

@@ -120,11 +120,7 @@ void HandleCompletion(ServeContext& ctx, const http::Request& request, std::shar
     writer->Respond(std::move(*refused));
     return;
   }
-  auto metered = spec.on_finish;
-  if (auto e = GenerationJob::Start(ctx, std::move(requests), std::move(spec), std::move(format), writer)) {
-    if (metered) metered(JobOutcome{.failed = true});
-    fail(*e);
-  }
+  GenerationJob::Start(ctx, std::move(requests), std::move(spec), std::move(format), std::move(writer));
 }
 
 }  // namespace

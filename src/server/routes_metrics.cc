@@ -1,4 +1,5 @@
-// GET /metrics: the engine's stats as Prometheus text.
+// GET /metrics: the engine's stats, the HTTP server's, the control plane's
+// and the batch service's, as Prometheus text.
 #include "server/metrics_text.h"
 #include "server/routes.h"
 
@@ -8,6 +9,7 @@ void AddMetricsRoutes(http::Router& router, ServeContext& ctx) {
   router.Add("GET", "/metrics", http::SyncHandler([&ctx](const http::Request&) {
                http::Response r = http::Response::Text(
                    200, RenderPrometheus(ctx.engine->stats(), ctx.model_id) +
+                            (ctx.http != nullptr ? RenderPrometheus(ctx.http->stats(), ctx.model_id) : std::string()) +
                             (ctx.control != nullptr ? ctx.control->RenderMetrics() : std::string()) +
                             (ctx.batch != nullptr ? ctx.batch->RenderMetrics() : std::string()));
                r.content_type = "text/plain; version=0.0.4; charset=utf-8";

@@ -17,6 +17,7 @@
 #include "control/control_plane.h"
 #include "chat/prompt_encoding.h"
 #include "engine/engine.h"
+#include "http/server.h"
 #include "sampling/grammar/grammar_cache.h"
 #include "server/event_pump.h"
 #include "tenancy/signed_headers.h"
@@ -53,6 +54,8 @@ struct ServeContext {
   // `--data-dir`: the Files and Batch APIs (batch/batch_service.h); null without.
   batch::BatchService* batch = nullptr;
   tenancy::ReplayCache* tenant_replay = nullptr;
+  // The HTTP server, for its counters on /metrics (set once it exists; null before).
+  const http::Server* http = nullptr;
   std::atomic<bool> ready{false};  // the engine loop runs (health)
 };
 

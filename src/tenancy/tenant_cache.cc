@@ -111,6 +111,13 @@ Result<std::optional<Reservation>> TenantCache::ReservationFor(std::string_view 
   return std::optional<Reservation>();
 }
 
+Result<std::vector<Reservation>> TenantCache::Reservations() {
+  PAGODA_RETURN_IF_ERROR(Sync().status());
+  std::lock_guard<std::mutex> lock(mu_);
+  PAGODA_RETURN_IF_ERROR(LoadRulesLocked());
+  return reservations_;
+}
+
 TenantCacheStats TenantCache::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;

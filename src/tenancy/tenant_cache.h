@@ -62,6 +62,10 @@ class TenantCache {
   // From the snapshot of the last Authenticate's generation.
   Result<std::vector<LimitRule>> LimitsFor(const AuthContext& auth, std::string_view model);
   Result<std::optional<Reservation>> ReservationFor(std::string_view tenant_id, std::string_view model);
+  // Every reservation as of the store's current generation: one single-row
+  // read, and the list itself only when the generation moved (the SLA
+  // figures ask before each snapshot).
+  Result<std::vector<Reservation>> Reservations();
 
   TenantCacheStats stats() const;
 

@@ -2,8 +2,9 @@
 // database: the same cases on both): workload classes resolved from key,
 // tenant and plan and clamped per request; the class in the signed headers;
 // the internal principal (batch lines) checked like the key it names, never
-// logged; and callers that meter themselves (no ledger records, counters
-// settled).
+// logged; callers that meter themselves (no ledger records, counters
+// settled); and reservations set, changed and deleted through the admin API
+// (or another process's store) reaching the SLA figures without a restart.
 #include "control/control_plane.h"
 
 #include <gtest/gtest.h>
@@ -13,7 +14,12 @@
 #include <thread>
 #include <variant>
 
+#include <nlohmann/json.hpp>
+
 #include "base/log.h"
+#include "control/admin_routes.h"
+#include "http/client.h"
+#include "http/server.h"
 #include "tenancy/key_admin.h"
 #include "tenancy/store_backends.h"
 
@@ -372,6 +378,82 @@ TEST_P(ControlPlaneTest, MeteredByCallerWritesNoLedgerRecordsButSettlesCounters)
       EXPECT_EQ(r.status, tenancy::UsageStatus::kRateLimited);
     }
   }
+}
+
+// The reserved figure of `tenant` in the SLA JSON (/admin/sla); -1 when the
+// tenant is not listed.
+double ReservedIn(const nlohmann::json& sla, const std::string& tenant) {
+  for (const auto& f : sla["data"]) {
+    if (f["tenant"] == tenant) return f["reserved_tokens_per_second"].get<double>();
+  }
+  return -1;
+}
+
+TEST_P(ControlPlaneTest, ReservationsReachTheSlaFiguresWithoutARestart) {
+  MakeTenant("prov", tenancy::PlanKind::kProvisioned);
+  const auto key = MakeKey("prov");
+  // The admin API as `pagoda serve --db` wires it: the control plane's
+  // store and SLA figures.
+  http::Router router;
+  AdminRouteOptions ao;
+  ao.sla = &cp_->sla();
+  AddControlAdminRoutes(router, store(), std::move(ao));
+  http::Server server(http::ServerOptions{}, std::move(router));
+  ASSERT_TRUE(server.Start().ok());
+  http::Client client("127.0.0.1", server.port());
+  auto call = [&](const std::string& method, const std::string& target, const std::string& body = "") {
+    http::Headers h;
+    if (!body.empty()) h.Add("Content-Type", "application/json");
+    auto r = client.Send(method, target, body, h);
+    EXPECT_TRUE(r.ok()) << method << " " << target;
+    return r.ok() ? std::make_pair(r->status, nlohmann::json::parse(r->body, nullptr, false))
+                  : std::make_pair(0, nlohmann::json());
+  };
+  auto put = [&](const std::string& model, double tps) {
+    const nlohmann::json b = {{"tenant", "prov"}, {"model", model}, {"tokens_per_second", tps}};
+    EXPECT_EQ(call("PUT", "/admin/reservations", b.dump()).first, 200);
+  };
+  auto metric = [&] {
+    const std::string text = cp_->RenderMetrics();
+    const std::string name = "pagoda_tenant_reserved_tokens_per_second{tenant=\"prov\"} ";
+    const size_t at = text.find(name);
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size()));
+  };
+  EXPECT_EQ(ReservedIn(call("GET", "/admin/sla").second, "prov"), -1);
+  EXPECT_EQ(metric(), -1);
+
+  // Set: seen by /admin/sla and /metrics at once, and by admission (a
+  // provisioned tenant below its reservation runs at priority 1).
+  put("m", 500);
+  EXPECT_EQ(ReservedIn(call("GET", "/admin/sla").second, "prov"), 500);
+  EXPECT_EQ(metric(), 500);
+  EXPECT_EQ(MustAuthenticate(WithKey(key.secret), "m").priority, 1);
+  // Changed, and a second model.
+  put("m", 800);
+  put("other", 200);
+  EXPECT_EQ(ReservedIn(call("GET", "/admin/sla").second, "prov"), 1000);
+  EXPECT_EQ(metric(), 1000);
+  // Through another process's store (a second gateway's admin API).
+  auto other = backend_->Open();
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  ASSERT_TRUE((*other)->SetReservation({"prov", "other", 50}).ok());
+  EXPECT_EQ(ReservedIn(cp_->sla().ToJson(), "prov"), 850);
+  EXPECT_EQ(metric(), 850);
+  // Deleted: one, then the other (the tenant leaves the figures: no samples).
+  EXPECT_EQ(call("DELETE", "/admin/reservations?tenant=prov&model=m").first, 200);
+  EXPECT_EQ(ReservedIn(call("GET", "/admin/sla").second, "prov"), 50);
+  EXPECT_EQ(MustAuthenticate(WithKey(key.secret), "m").priority, 0);
+  ASSERT_TRUE((*other)->DeleteReservation("prov", "other").ok());
+  EXPECT_EQ(ReservedIn(call("GET", "/admin/sla").second, "prov"), -1);
+  EXPECT_EQ(metric(), -1);
+  // A tenant with samples stays listed, at 0 reserved.
+  RequestTiming t;
+  t.tenant = "prov";
+  t.model = "m";
+  t.completion_tokens = 10;
+  cp_->sla().Record(t);
+  EXPECT_EQ(ReservedIn(cp_->sla().ToJson(), "prov"), 0);
+  server.Shutdown(std::chrono::seconds(1));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ControlPlaneTest, ::testing::Values("sqlite", "postgres"),

@@ -85,6 +85,26 @@ TEST(TenantSlaTest, ThroughputIsReportedAgainstTheReservation) {
   EXPECT_DOUBLE_EQ(sla.Snapshot(t0)[0].reserved_tokens_per_second, 100.0);
 }
 
+TEST(TenantSlaTest, ThroughputSurvivesABurstOfFailingRequests) {
+  // More failures than the sample ring holds (they carry no tokens) must
+  // not hide the tokens of the minute: admission's priority reads them.
+  TenantSla sla(std::chrono::seconds(300), /*max_samples=*/64);
+  const auto t0 = Clock::now();
+  sla.Record(RequestTiming{"p", "llama", true, 0.1, 0.01, 1800}, t0);
+  sla.Record(RequestTiming{"p", "qwen", true, 0.1, 0.01, 1800}, t0 + std::chrono::seconds(1));
+  for (int i = 0; i < 1000; ++i) sla.Record(RequestTiming{"p", "llama", false, -1, -1, 0}, t0 + std::chrono::seconds(2));
+  const auto at = t0 + std::chrono::seconds(3);
+  EXPECT_DOUBLE_EQ(sla.TokensPerSecond("p", "llama", at), 30.0);
+  EXPECT_DOUBLE_EQ(sla.TokensPerSecond("p", "", at), 60.0);
+  const auto all = sla.Snapshot(at);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_DOUBLE_EQ(all[0].tokens_per_second, 60.0);
+  EXPECT_EQ(all[0].requests, 64);  // the quantiles' ring is bounded: errors only by now
+  EXPECT_DOUBLE_EQ(all[0].error_rate, 1.0);
+  // A minute later the tokens have left the window.
+  EXPECT_DOUBLE_EQ(sla.TokensPerSecond("p", "", t0 + std::chrono::seconds(62)), 0.0);
+}
+
 TEST(TenantSlaTest, PrometheusTextEscapesTenantLabels) {
   TenantSla sla;
   sla.Record(RequestTiming{"we\"ird\\t", "m", true, 0.25, 0.05, 2});

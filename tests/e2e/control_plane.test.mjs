@@ -410,6 +410,39 @@ test('pagoda serve --db: the same control plane inside one server (keys, limits,
     assert.equal(await cachedOf(a), 0);
     assert.ok(await cachedOf(a) > 0);
     assert.equal(await cachedOf(b), 0, 'another tenant never hits');
+    // Admitted responses carry the x-ratelimit-* headers (as the gateway
+    // sends them), streamed or not, and their remaining figures fall.
+    admin(gw, ['limits', 'set', '--tenant', 'solo-a', '--rpm', '100', '--tpm', '100000']);
+    await awaitWindow(15000);
+    const seen = [];
+    for (const stream of [false, true, false, true]) {
+      const r = await post(a, 'rate limit headers', stream ? { stream: true, stream_options: { include_usage: true } } : {});
+      assert.equal(r.status, 200);
+      const h = (n) => r.headers.get(`x-ratelimit-${n}`);
+      for (const n of ['limit-requests', 'remaining-requests', 'reset-requests', 'limit-tokens', 'remaining-tokens',
+                       'reset-tokens']) {
+        assert.ok(h(n) !== null, `x-ratelimit-${n} missing on a ${stream ? 'streamed' : 'plain'} response`);
+      }
+      assert.equal(h('limit-requests'), '100');
+      assert.equal(h('limit-tokens'), '100000');
+      assert.match(h('reset-requests'), /^(\d+h)?(\d+m)?[\d.]+m?s$/);
+      seen.push({ requests: Number(h('remaining-requests')), tokens: Number(h('remaining-tokens')) });
+      const text = await r.text();
+      if (stream) {
+        const usage = text.split('\n').filter(l => l.startsWith('data: {')).map(l => JSON.parse(l.slice(6)))
+          .find(j => j.usage)?.usage;
+        assert.ok(usage, 'no usage chunk');
+        prompt_sum += usage.prompt_tokens; completion_sum += usage.completion_tokens;
+      } else {
+        const j = JSON.parse(text);
+        prompt_sum += j.usage.prompt_tokens; completion_sum += j.usage.completion_tokens;
+      }
+    }
+    for (let i = 1; i < seen.length; ++i) {
+      assert.equal(seen[i].requests, seen[i - 1].requests - 1, JSON.stringify(seen));
+      assert.ok(seen[i].tokens < seen[i - 1].tokens, JSON.stringify(seen));
+    }
+    assert.ok(seen[0].requests >= 96 && seen[0].requests <= 99, JSON.stringify(seen));
     admin(gw, ['limits', 'set', '--tenant', 'solo-b', '--rpm', '1']);
     await awaitWindow(10000);
     const statuses = [];

@@ -8,7 +8,10 @@
 // port gets a 400 and the server stays healthy; a client trusting another CA
 // (or only the system store) fails verification; SIGHUP reloads the
 // certificate (new connections see the new serial) and refuses a broken one
-// (the old one stays). Skips without openssl.
+// (the old one stays); each failed handshake (plain HTTP, a client refusing
+// the certificate) counts in pagoda:tls_handshake_failures_total on serve's
+// /metrics and pagoda_gateway_tls_handshake_failures_total on the gateway's.
+// Skips without openssl.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -183,6 +186,30 @@ async function assertPlainHttpRefused(port, base) {
   assert.equal((await httpsFetch(pem('ca.pem'))(`${base}/health`)).status, 200);
 }
 
+// A counter from /metrics (fetched over https; plain `fetch` for http).
+async function metricValue(base, name) {
+  const get = base.startsWith('https:') ? httpsFetch(pem('ca.pem')) : fetch;
+  const text = await (await get(`${base}/metrics`)).text();
+  const m = text.match(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)$`, 'm'));
+  assert.ok(m, `${name} is not on ${base}/metrics`);
+  return Number(m[1]);
+}
+
+// Waits for the counter to reach `atLeast` (the server sees a client's
+// refusal a moment after the client gave up).
+async function awaitMetric(base, name, atLeast) {
+  let v = 0;
+  for (let i = 0; i < 40; ++i) {
+    v = await metricValue(base, name);
+    if (v >= atLeast) return v;
+    await sleep(50);
+  }
+  assert.fail(`${name} stayed at ${v}, expected at least ${atLeast}`);
+}
+
+const SERVE_TLS_FAILURES = 'pagoda:tls_handshake_failures_total';
+const GATEWAY_TLS_FAILURES = 'pagoda_gateway_tls_handshake_failures_total';
+
 async function assertUntrusted(base) {
   // Another CA's bundle, and the system store alone (the stock fetch).
   for (const c of [client(base, pem('other-ca.pem')),
@@ -224,13 +251,20 @@ console.log(JSON.stringify({ object: r.object, chunks: n }));`;
 });
 
 test('plain HTTP to the TLS port of serve gets a 400 and serve keeps serving', async () => {
+  const before = await metricValue(tlsServe.base, SERVE_TLS_FAILURES);
   await assertPlainHttpRefused(tlsServe.port, tlsServe.base);
   await chatOnce(client(tlsServe.base), MODEL);
+  // fetch and the openai client: two failed handshakes; the https calls none.
+  assert.equal(await metricValue(tlsServe.base, SERVE_TLS_FAILURES), before + 2);
+  assert.equal(await metricValue(plainServe.base, SERVE_TLS_FAILURES), 0);  // plain HTTP: always 0
 });
 
 test('a client trusting another CA (or only the system store) fails verification on serve', async () => {
+  const before = await metricValue(tlsServe.base, SERVE_TLS_FAILURES);
   await assertUntrusted(tlsServe.base);
   await chatOnce(client(tlsServe.base), MODEL);
+  // Each client refused the certificate during the handshake.
+  await awaitMetric(tlsServe.base, SERVE_TLS_FAILURES, before + 2);
 });
 
 test('gateway over https to a plain HTTP replica: chat and stream', async () => {
@@ -247,8 +281,11 @@ test('gateway to a pagoda serve --tls-cert replica over https with ca_file: chat
 });
 
 test('plain HTTP to the gateway TLS port gets a 400; an untrusted client fails; the gateway stays healthy', async () => {
+  const before = await metricValue(gw.base, GATEWAY_TLS_FAILURES);
   await assertPlainHttpRefused(gw.port, gw.base);
+  assert.equal(await metricValue(gw.base, GATEWAY_TLS_FAILURES), before + 2);
   await assertUntrusted(gw.base);
+  await awaitMetric(gw.base, GATEWAY_TLS_FAILURES, before + 4);
   await chatOnce(client(gw.base), 'plain-replica');
   assert.equal(gw.exited, false);
 });

@@ -1,7 +1,9 @@
 // The fair-share (VTC) scheduling policy: its victim and admission order
+// and its bounded state (idle tenants at or below the floor forgotten)
 // directly, then through an Engine over FakeModel driven by Step() (every
-// figure in engine steps, so deterministic), then on the real stories260K
-// model: a noisy neighbour and a provisioned tenant.
+// figure in engine steps, so deterministic: forgetting changes no decision,
+// a priority that follows a reservation delivers it), then on the real
+// stories260K model: a noisy neighbour and a provisioned tenant.
 #include "engine/fair_share_policy.h"
 
 #include <gtest/gtest.h>
@@ -130,6 +132,89 @@ TEST(FairSharePolicyTest, ANewlyBackloggedTenantStartsAtTheSmallestBackloggedCou
   p.Admitted(0);
   p.OnSampled(*d);
   EXPECT_DOUBLE_EQ(p.counter("d") - before, (8 * 1.0 + 2.0) / 4);
+}
+
+TEST(FairSharePolicyTest, AnIdleTenantAtOrBelowTheFloorIsForgottenAndReturnsAtTheFloor) {
+  FairSharePolicy p;
+  auto a1 = Seq("a", 0, 0, 100), a2 = Seq("a", 0, 1, 100), b1 = Seq("b", 0, 2, 4);
+  for (Sequence* s : {a1.get(), a2.get(), b1.get()}) p.OnWaiting(*s);
+  std::vector<Sequence*> w = {a1.get(), b1.get(), a2.get()};
+  p.BeginAdmission(w);
+  p.Admitted(0);  // a: 100, still backlogged (a2)
+  p.Admitted(1);  // b: 4
+  EXPECT_EQ(p.tracked_tenants(), 2u);
+  p.OnLeave(*b1, false);  // b idle at 4 <= a's 100: forgotten
+  EXPECT_EQ(p.tracked_tenants(), 1u);
+  EXPECT_EQ(p.counter("b"), 0);
+  auto b2 = Seq("b", 0, 3);
+  p.OnWaiting(*b2);
+  EXPECT_EQ(p.counter("b"), 100);  // what it would have been lifted to anyway
+  // Above the floor an idle tenant is kept: its extra use still counts.
+  std::vector<Sequence*> w2 = {b2.get()};
+  p.BeginAdmission(w2);
+  p.Admitted(0);  // b: 104
+  for (int i = 0; i < 10; ++i) p.OnSampled(*b2);  // b: 124 > a's 100
+  p.OnLeave(*b2, false);
+  EXPECT_EQ(p.tracked_tenants(), 2u);
+  EXPECT_EQ(p.counter("b"), 124);
+  // With nobody backlogged the last tenant to leave the backlog sets the
+  // floor, even after it is forgotten itself.
+  std::vector<Sequence*> w3 = {a2.get()};
+  p.BeginAdmission(w3);
+  p.Admitted(0);  // a: 200, the last to leave the backlog
+  p.OnLeave(*a1, false);
+  p.OnLeave(*a2, false);  // a idle at the floor (its own counter): forgotten
+  EXPECT_EQ(p.counter("a"), 0);
+  auto c = Seq("c", 0, 4);
+  p.OnWaiting(*c);
+  EXPECT_EQ(p.counter("c"), 200);
+  EXPECT_EQ(p.tracked_tenants(), 2u);  // c, and b: idle at 124, now below the floor, until the next sweep
+}
+
+TEST(FairSharePolicyTest, TheTenantTableStaysBoundedOverManyDistinctTenants) {
+  // A flooding tenant always backlogged, and 20,000 tenants that each come
+  // once, run one request and leave: without forgetting the table would
+  // hold every one of them.
+  FairSharePolicy p;
+  std::vector<std::unique_ptr<Sequence>> flood;
+  uint64_t arrival = 0;
+  auto add_flood = [&] {
+    flood.push_back(Seq("flood", 0, arrival++, 8));
+    p.OnWaiting(*flood.back());
+  };
+  for (int i = 0; i < 4; ++i) add_flood();
+  size_t most = 0;
+  for (int i = 0; i < 20000; ++i) {
+    auto s = Seq("once-" + std::to_string(i), 0, arrival++, 1 + i % 16);
+    p.OnWaiting(*s);
+    std::vector<Sequence*> waiting = {flood.front().get(), s.get()};
+    std::stable_sort(waiting.begin(), waiting.end(), [&](auto* x, auto* y) { return p.AdmitBefore(*x, *y); });
+    p.BeginAdmission(waiting);
+    // Both are admitted, in the policy's order.
+    for (size_t k; (k = p.NextCandidate()) != SchedulerPolicy::kNone;) p.Admitted(k);
+    for (int t = 0; t < 1 + i % 7; ++t) p.OnSampled(*s);
+    p.OnSampled(*flood.front());
+    p.OnLeave(*s, false);
+    p.OnLeave(*flood.front(), false);
+    flood.erase(flood.begin());
+    add_flood();
+    most = std::max(most, p.tracked_tenants());
+  }
+  std::printf("20,000 one-request tenants beside a flood: at most %zu tracked\n", most);
+  EXPECT_LE(most, 130u);  // the flood, plus idle tenants above the floor until a sweep
+  EXPECT_GT(p.counter("flood"), 0);
+  FairShareOptions keep;
+  keep.forget_idle_tenants = false;
+  FairSharePolicy q(keep);
+  for (int i = 0; i < 1000; ++i) {
+    auto s = Seq("once-" + std::to_string(i), 0, static_cast<uint64_t>(i));
+    q.OnWaiting(*s);
+    std::vector<Sequence*> w = {s.get()};
+    q.BeginAdmission(w);
+    q.Admitted(0);
+    q.OnLeave(*s, false);
+  }
+  EXPECT_EQ(q.tracked_tenants(), 1000u);  // what the bound is for
 }
 
 // ---- through the engine (FakeModel) --------------------------------------------
@@ -296,6 +381,186 @@ TEST(FairSharePolicyTest, ThePolicyOnlyReordersGreedyOutputs) {
       EXPECT_EQ(r.tokens[i], FakeModel::Greedy(trace[i].prompt, trace[i].max_tokens)) << seed << " request " << i;
     }
   }
+}
+
+// A FairSharePolicy that counts the tenants it forgot as they went idle, and
+// the sweeps that shrank its table as a tenant joined.
+class CountingFairShare final : public SchedulerPolicy {
+ public:
+  CountingFairShare(const FairShareOptions& o, int* forgotten, int* sweeps)
+      : inner_(o), forgotten_(forgotten), sweeps_(sweeps) {}
+  bool AdmitBefore(const Sequence& a, const Sequence& b) const override { return inner_.AdmitBefore(a, b); }
+  size_t PickVictim(std::span<const Sequence* const> running) const override { return inner_.PickVictim(running); }
+  bool ComputeBefore(const Sequence& a, const Sequence& b) const override { return inner_.ComputeBefore(a, b); }
+  void BeginAdmission(std::span<Sequence* const> waiting) override { inner_.BeginAdmission(waiting); }
+  size_t NextCandidate() override { return inner_.NextCandidate(); }
+  void Admitted(size_t i) override { inner_.Admitted(i); }
+  void Passed(size_t i) override { inner_.Passed(i); }
+  void OnWaiting(Sequence& s) override {
+    const size_t before = inner_.tracked_tenants();
+    inner_.OnWaiting(s);
+    if (inner_.tracked_tenants() < before) ++*sweeps_;
+  }
+  void OnSampled(const Sequence& s) override { inner_.OnSampled(s); }
+  void OnLeave(const Sequence& s, bool was_waiting) override {
+    const size_t before = inner_.tracked_tenants();
+    inner_.OnLeave(s, was_waiting);
+    if (inner_.tracked_tenants() < before) ++*forgotten_;
+  }
+
+ private:
+  FairSharePolicy inner_;
+  int* forgotten_;
+  int* sweeps_;
+};
+
+// Tenants coming and going: `n` arrivals over 2n steps from 100 tenant ids,
+// short prompts, n > 1, weights and priorities.
+std::vector<Arrival> ChurnTrace(uint32_t seed, int n) {
+  std::mt19937 rng(seed);
+  std::vector<Arrival> trace;
+  for (int i = 0; i < n; ++i) {
+    Arrival a;
+    a.step = static_cast<int>(rng() % (2 * n));
+    a.tenant = "t" + std::to_string(rng() % 100);
+    const int len = 1 + static_cast<int>(rng() % 30);
+    for (int k = 0; k < len; ++k) a.prompt.push_back(static_cast<int32_t>(rng() % 60) + 1);
+    a.max_tokens = 1 + static_cast<int>(rng() % 12);
+    a.n = rng() % 5 == 0 ? 2 : 1;
+    a.priority = rng() % 9 == 0 ? 1 : 0;
+    a.weight = 1 + static_cast<double>(rng() % 3);
+    trace.push_back(std::move(a));
+  }
+  return trace;
+}
+
+TEST(FairSharePolicyTest, ForgettingIdleTenantsChangesNoDecision) {
+  // Many tenants coming and going, preemptions in a small pool: the same
+  // steps, admissions and tokens with and without forgetting.
+  for (uint32_t seed : {11u, 12u, 13u, 14u}) {
+    const std::vector<Arrival> trace = ChurnTrace(seed, 300);
+    EngineOptions o = FairOptions();
+    o.kv_memory_bytes = 14 * PagedKvCache::BlockBytes(FakeModel().kv_cache_spec(), KvType::kF32, 4);
+    FairShareOptions forget_opts;
+    forget_opts.first_sweep_at = 8;  // sweeps often, beside forgetting as tenants go idle
+    FairShareOptions keep = forget_opts;
+    keep.forget_idle_tenants = false;
+    FakeModel forget_model, keep_model;
+    int forgotten = 0, sweeps = 0, forgotten_kept = 0, sweeps_kept = 0;
+    const TraceResult forget =
+        RunTrace(forget_model, o, trace, std::make_unique<CountingFairShare>(forget_opts, &forgotten, &sweeps));
+    const TraceResult kept =
+        RunTrace(keep_model, o, trace, std::make_unique<CountingFairShare>(keep, &forgotten_kept, &sweeps_kept));
+    std::printf("seed %u: %d tenants forgotten as they went idle, %d sweeps shrank the table\n", seed, forgotten,
+                sweeps);
+    EXPECT_GT(forgotten, 5) << seed << ": the trace must make tenants leave and return";
+    EXPECT_GT(sweeps, 0) << seed;
+    EXPECT_EQ(forgotten_kept + sweeps_kept, 0);
+    ASSERT_EQ(forget_model.batches.size(), keep_model.batches.size()) << seed;
+    for (size_t i = 0; i < forget_model.batches.size(); ++i) {
+      EXPECT_EQ(forget_model.batches[i].tokens, keep_model.batches[i].tokens) << seed << " step " << i;
+      EXPECT_EQ(forget_model.batches[i].seq_ids, keep_model.batches[i].seq_ids) << seed << " step " << i;
+    }
+    EXPECT_EQ(forget.admission_order, kept.admission_order) << seed;
+    EXPECT_EQ(forget.tokens, kept.tokens) << seed;
+  }
+}
+
+TEST(FairSharePolicyTest, TheEngineForgetsTenantsThatLeft) {
+  // 3,000 distinct tenants through an engine, a few at a time, beside a
+  // steady one: the policy's table stays small.
+  FakeModel model;
+  auto policy = std::make_unique<FairSharePolicy>();
+  FairSharePolicy* fair = policy.get();
+  auto e = Engine::Create(model, FairOptions(), std::move(policy));
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  Engine& engine = **e;
+  std::vector<RequestHandle> live;
+  size_t most = 0;
+  int guests = 0;
+  for (int step = 0; guests < 3000 && step < 100000; ++step) {
+    // A steady tenant and a new guest whenever fewer than 24 requests are in
+    // flight: the engine keeps up, guests come and go every few steps.
+    if (live.size() < 24) {
+      const int i = guests++;
+      for (const std::string& tenant : {std::string("steady"), "guest-" + std::to_string(i)}) {
+        EngineRequest r = Greedy(Ramp(3 + i % 5), 1 + i % 4);
+        r.tenant = tenant;
+        auto h = engine.Submit(std::move(r));
+        ASSERT_TRUE(h.ok()) << h.status().ToString();
+        live.push_back(*h);
+      }
+    }
+    engine.Step();
+    std::erase_if(live, [](RequestHandle& h) {
+      bool done = false;
+      while (auto ev = h->TryPop()) done = done || ev->is_final();
+      return done;
+    });
+    most = std::max(most, fair->tracked_tenants());
+  }
+  ASSERT_EQ(guests, 3000);
+  std::printf("3,000 guest tenants through the engine: at most %zu tracked\n", most);
+  while (engine.Step()) {
+  }
+  EXPECT_LE(most, 200u);
+  EXPECT_LE(fair->tracked_tenants(), 130u);
+}
+
+TEST(FairSharePolicyTest, APriorityThatFollowsTheReservationDeliversIt) {
+  // The control plane's provisioned plan: each request of p runs at
+  // priority 1 while p's tokens over the last minute (here 60 steps) are
+  // below its reservation, else at 0. a floods. p keeps 8 requests in
+  // flight and reserves 6 of the pool's 8 tokens a step, more than the half
+  // fair share alone would give it; it must get them, not repay in band 0
+  // the service it had in band 1.
+  FakeModel model;
+  EngineOptions o = FairOptions();
+  o.max_running = 8;
+  o.max_batch_tokens = 64;
+  auto e = Engine::Create(model, o);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  Engine& engine = **e;
+  constexpr int kWindow = 60, kSteps = 900;
+  constexpr double kReserved = 6;
+  std::vector<int> p_tokens_at(kSteps, 0);  // p's tokens sampled in each step
+  int next_id = 0;
+  auto submit = [&](const std::string& tenant, int32_t priority) {
+    EngineRequest r = Greedy(Ramp(4, 1 + next_id % 50), 8, std::to_string(next_id++));
+    r.tenant = tenant;
+    r.priority = priority;
+    auto h = engine.Submit(std::move(r));
+    EXPECT_TRUE(h.ok()) << h.status().ToString();
+    return *h;
+  };
+  auto p_recent = [&](int step) {
+    int n = 0;
+    for (int k = std::max(0, step - kWindow); k < step; ++k) n += p_tokens_at[static_cast<size_t>(k)];
+    return static_cast<double>(n) / kWindow;
+  };
+  std::vector<RequestHandle> p, a;
+  for (int step = 0; step < kSteps; ++step) {
+    while (p.size() < 8) p.push_back(submit("p", p_recent(step) < kReserved ? 1 : 0));
+    while (a.size() < 40) a.push_back(submit("a", 0));
+    engine.Step();
+    auto drain = [&](std::vector<RequestHandle>& hs, int* tokens) {
+      std::erase_if(hs, [&](RequestHandle& h) {
+        bool done = false;
+        while (auto ev = h->TryPop()) {
+          if (tokens != nullptr) *tokens += ev->has_token();
+          done = done || ev->is_final();
+        }
+        return done;
+      });
+    };
+    drain(p, &p_tokens_at[static_cast<size_t>(step)]);
+    drain(a, nullptr);
+  }
+  int last = 0;
+  for (int k = kSteps - 300; k < kSteps; ++k) last += p_tokens_at[static_cast<size_t>(k)];
+  const double got = last / 300.0;
+  std::printf("p reserves %.1f tokens/step of 8 and gets %.2f under a flood\n", kReserved, got);
+  EXPECT_GE(got, 0.9 * kReserved);
 }
 
 // ---- on the real model (stories260K) -------------------------------------------

@@ -60,5 +60,13 @@ TEST(MetricsTextTest, IterationTokensIsAHistogramOfTokensPerStep) {
   EXPECT_NE(text.find("pagoda:iteration_tokens_total_count{model_name=\"m\"} 3\n"), std::string::npos);
 }
 
+TEST(MetricsTextTest, TlsHandshakeFailuresAreACounter) {
+  http::ServerStats s;
+  s.tls_handshake_failures = 7;
+  const std::string text = RenderPrometheus(s, "m");
+  EXPECT_NE(text.find("# TYPE pagoda:tls_handshake_failures_total counter\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("pagoda:tls_handshake_failures_total{model_name=\"m\"} 7\n"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace pagoda::server

@@ -338,8 +338,20 @@ TEST_P(TenantStoreTest, ReservationsAndPricesRoundTrip) {
   EXPECT_DOUBLE_EQ((*prices)[0].replica_hour, 3.5);
   ASSERT_TRUE(store_->DeletePrice("qwen").ok());
   EXPECT_EQ(store_->ListPrices()->size(), 1u);
+  auto all = cache.Reservations();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 1u);
   ASSERT_TRUE(store_->DeleteReservation("t1", "llama").ok());
   EXPECT_TRUE(store_->ListReservations()->empty());
+  // Reservations() follows the generation without an Authenticate between.
+  all = cache.Reservations();
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all->empty());
+  ASSERT_TRUE(store_->SetReservation({"t1", "qwen", 300}).ok());
+  all = cache.Reservations();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].model, "qwen");
 }
 
 // Usage: random records, aggregated by the store and independently here.
