@@ -218,7 +218,10 @@ Result<ModelConfig> ReadModelConfig(const GgufFile& file, const std::string& arc
   PAGODA_ASSIGN_OR_RETURN(c.head_dim_v, r.IntOr("attention.value_length", c.head_dim_k, 1, kMaxHeadDim));
   double eps;
   PAGODA_ASSIGN_OR_RETURN(eps, r.FloatOr("attention.layer_norm_rms_epsilon", 1e-5));
-  if (!(eps > 0.0 && eps < 1.0)) return r.Error("'" + r.Key("attention.layer_norm_rms_epsilon") + "' must be in (0, 1)");
+  // Not below 1e-30: a smaller value underflows to 0 as a float (found by the fuzzer).
+  if (!(eps >= 1e-30 && eps < 1.0)) {
+    return r.Error("'" + r.Key("attention.layer_norm_rms_epsilon") + "' must be in [1e-30, 1)");
+  }
   c.rms_eps = static_cast<float>(eps);
   PAGODA_ASSIGN_OR_RETURN(c.n_rot, r.IntOr("rope.dimension_count", c.head_dim_k, 2, c.head_dim_k));
   if (traits.mla) PAGODA_RETURN_IF_ERROR(ReadMla(file, r, c));

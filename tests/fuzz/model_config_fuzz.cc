@@ -6,6 +6,7 @@
 // under ASan+UBSan; only model_config.cc of src/model is compiled in.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -16,9 +17,14 @@
 namespace pagoda {
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
+// Names the invariant that failed before aborting (the crash report alone
+// does not say which).
+void CheckAt(bool ok, const char* what, int line) {
+  if (ok) return;
+  std::fprintf(stderr, "model config invariant failed (line %d): %s\n", line, what);
+  std::abort();
 }
+#define Check(cond) CheckAt((cond), #cond, __LINE__)
 
 // What model_config.h promises of an accepted config.
 void CheckInvariants(const GgufFile& file, const ArchTraits& traits, const ModelConfig& c) {

@@ -268,6 +268,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{"rope_dim_odd", "llama.rope.dimension_count", uint32_t{15}, "odd"},
         BadValue{"rope_dim_big", "llama.rope.dimension_count", uint32_t{32}, "'llama.rope.dimension_count' = 32 is out of range"},
         BadValue{"eps_string", "llama.attention.layer_norm_rms_epsilon", std::string("x"), "'llama.attention.layer_norm_rms_epsilon'"},
+        // A float64 epsilon that underflows to 0 as a float (found by the fuzzer).
+        BadValue{"eps_underflow", "llama.attention.layer_norm_rms_epsilon", double{1e-50}, "must be in [1e-30, 1)"},
         BadValue{"longrope", "llama.rope.scaling.type", std::string("longrope"), "rope scaling type 'longrope' is not supported"}),
     [](const ::testing::TestParamInfo<BadValue>& info) { return std::string(info.param.name); });
 
