@@ -34,9 +34,6 @@ void CopyTierStats(const PagedKvCache& kv, bool restored, EngineStats& s) {
   }
 }
 
-}  // namespace
-namespace {
-
 constexpr int32_t kMaxTopLogprobs = 20;
 
 double Seconds(EngineClock::duration d) { return std::chrono::duration<double>(d).count(); }

@@ -10,6 +10,7 @@
 // Get may be called from any thread. Implementations are thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -50,6 +51,18 @@ inline bool TierLayoutValid(const BlockLayout& layout) {
   return layout.block_bytes > 0 && BlockPool::BlockBytes(po) == layout.block_bytes;
 }
 
+class KvTier;
+
+// Index of the first of `tiers` that holds `hash`; tiers.size() when none.
+inline size_t FirstTierHolding(std::span<KvTier* const> tiers, const BlockHash& hash);
+
+// Whether `rec` is the block `tokens` continuing `parent`: a record found
+// under a hash must also name the same chain (a collision or a stray record
+// must not hand another prefix's KV to this one).
+inline bool RecordContinues(const BlockRecord& rec, const BlockHash& parent, std::span<const int32_t> tokens) {
+  return rec.parent == parent && std::equal(tokens.begin(), tokens.end(), rec.tokens.begin(), rec.tokens.end());
+}
+
 class KvTier {
  public:
   virtual ~KvTier() = default;
@@ -81,5 +94,11 @@ class KvTier {
   // its own) report nothing.
   virtual void TakeRemoved(std::vector<BlockHash>* out) { (void)out; }
 };
+
+inline size_t FirstTierHolding(std::span<KvTier* const> tiers, const BlockHash& hash) {
+  size_t t = 0;
+  while (t < tiers.size() && !tiers[t]->Contains(hash)) ++t;
+  return t;
+}
 
 }  // namespace pagoda::kv

@@ -82,8 +82,7 @@ struct TierLoader::Impl {
     BlockHash parent = job.parent;
     for (size_t i = 0; i < n && chain.size() < cap; ++i) {
       const BlockHash h = hasher.Next(parent, std::span<const int32_t>(job.tokens.data() + i * bs, bs));
-      size_t ti = 0;
-      while (ti < tiers.size() && !tiers[ti]->Contains(h)) ++ti;
+      const size_t ti = FirstTierHolding(tiers, h);
       if (ti == tiers.size()) break;
       tiers[ti]->WillNeed(h);
       chain.push_back(Found{h, ti});
@@ -100,9 +99,7 @@ struct TierLoader::Impl {
       b.tier = static_cast<int32_t>(chain[i].tier);
       b.payload = Buffer();
       auto rec = tier->Get(h, b.payload.data());
-      // The record names its chain: a hash collision or a stray record must
-      // not hand another prefix's KV to this one.
-      if (!rec.ok() || rec->parent != parent || !std::equal(t.begin(), t.end(), rec->tokens.begin(), rec->tokens.end())) {
+      if (!rec.ok() || !RecordContinues(*rec, parent, t)) {
         ++*failures;
         break;
       }

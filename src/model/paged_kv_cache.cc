@@ -303,9 +303,7 @@ PagedKvCache::PrefetchState PagedKvCache::PrefetchPrefix(uint64_t key, std::span
   const kv::BlockHash parent = k > 0 ? adopt_hashes_.back() : hasher.Root(salt);
   const std::span<const int32_t> rest = tokens.subspan(static_cast<size_t>(k) * bs, static_cast<size_t>(max_blocks - k) * bs);
   const kv::BlockHash first = hasher.Next(parent, rest.first(bs));
-  if (std::none_of(tiers_.begin(), tiers_.end(), [&](const kv::KvTier* t) { return t->Contains(first); })) {
-    return PrefetchState::kNotNeeded;
-  }
+  if (kv::FirstTierHolding(tiers_, first) == tiers_.size()) return PrefetchState::kNotNeeded;
   loader_->Request(key, rest, parent);
   return PrefetchState::kPending;
 }
@@ -334,12 +332,11 @@ int32_t PagedKvCache::AdoptPrefix(int32_t seq, std::span<const int32_t> tokens, 
   std::vector<kv::StagedBlock> staged;
   if (loader_ && prefetch_key != 0) staged = loader_->Take(prefetch_key);
   if (!tiers_.empty() && k < max_blocks) {
-    // Blocks the loader staged go first; what it could not stage (or a
-    // request that was never prefetched) is read here, synchronously.
-    restored = RestoreStaged(s, staged, tokens, salt, max_blocks, keep_available);
-    if (staged.empty() || restored == 0) {
-      restored += RestoreFromTiers(s, tokens, salt, k + restored, max_blocks, keep_available);
-    }
+    // A prefetched request takes what the loader staged (it already looked
+    // in the tiers: no second lookup or read on this thread); a caller
+    // without a prefetch key reads here, synchronously.
+    restored = prefetch_key != 0 ? RestoreStaged(s, staged, tokens, salt, max_blocks, keep_available)
+                                 : RestoreFromTiers(s, tokens, salt, k, max_blocks, keep_available);
   }
   if (!staged.empty()) loader_->Recycle(std::move(staged));
   s.length = (k + restored) * bs;
@@ -402,16 +399,12 @@ int32_t PagedKvCache::RestoreFromTiers(Sequence& s, std::span<const int32_t> tok
     const std::span<const int32_t> block_tokens = tokens.subspan(static_cast<size_t>(i) * bs, bs);
     const kv::BlockHash h = hasher.Next(parent, block_tokens);
     if (pool_->n_available() <= keep_available) break;
-    size_t t = 0;
-    while (t < tiers_.size() && !tiers_[t]->Contains(h)) ++t;
+    const size_t t = kv::FirstTierHolding(tiers_, h);
     if (t == tiers_.size()) break;
     const kv::BlockId b = pool_->Allocate();
     if (b == kv::kNoBlock) break;
     auto rec = tiers_[t]->Get(h, pool_->data(b));
-    // The record names its chain: a hash collision or a stray file must not
-    // hand another prefix's KV to this one.
-    if (!rec.ok() || rec->parent != parent ||
-        !std::equal(block_tokens.begin(), block_tokens.end(), rec->tokens.begin(), rec->tokens.end())) {
+    if (!rec.ok() || !kv::RecordContinues(*rec, parent, block_tokens)) {
       pool_->Release(b);
       ++offload_stats_.restore_failures;
       break;

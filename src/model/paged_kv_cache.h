@@ -98,8 +98,9 @@ class PagedKvCache final : public KvCache {
   // the engine computes tokens from there on. At most
   // (tokens.size() - 1) rounded down to a block, so the last prompt token is
   // always computed and yields logits. Counts one prefix-cache query.
-  // With a disk tier, the prefix continues with blocks read back from it
-  // (synchronously, checksum verified; a block that fails is dropped and
+  // With offload tiers, the prefix continues with the blocks the loader
+  // staged for `prefetch_key` (PrefetchPrefix), or, without a key, blocks
+  // read back here (synchronously; checksum verified; a block that fails is dropped and
   // computed instead), registered in the prefix cache like computed ones,
   // while more than keep_available blocks stay available (the scheduler's
   // planned chunks need those).
