@@ -98,6 +98,19 @@ int CmdServe(int argc, char** argv) {
                  "of its own when the URL holds a comma)")
       ->take_all();
   app.add_option("--kv-offload-dir", kv_offload_dir, "directory of the disk offload tier (survives restarts)");
+  std::string role = "both";
+  std::string kv_transfer_listen;
+  double kv_transfer_timeout_s = 10;
+  app.add_option("--role", role,
+                 "prefill/decode disaggregation (docs/KV_OFFLOAD.md): prefill computes prompts and streams their KV "
+                 "to a decode replica; decode receives KV (needs --kv-transfer-listen); both (default) does either")
+      ->check(CLI::IsMember({"prefill", "decode", "both"}));
+  app.add_option("--kv-transfer-listen", kv_transfer_listen,
+                 "HOST:PORT where prefill replicas' KV transfers are received (into the memory offload tier; "
+                 "a trusted network only: the stream is not encrypted)");
+  app.add_option("--kv-transfer-timeout", kv_transfer_timeout_s,
+                 "seconds a KV transfer may stall (connect, any wait for the peer) before it is given up (default 10)")
+      ->check(CLI::PositiveNumber);
   std::string kv_integrity = kv::IntegrityModeName(eo.kv_integrity);
   app.add_option("--kv-integrity", kv_integrity,
                  "KV page integrity check before every step: check (default) or off (a no-op)")
@@ -183,7 +196,12 @@ int CmdServe(int argc, char** argv) {
     }
     bool disk = false;
     for (const std::string& item : items) {
-      if (item.rfind("disk=", 0) == 0 && !disk) {
+      if (item.rfind("memory=", 0) == 0 && eo.kv_offload_memory_bytes == 0) {
+        auto bytes = ParseBytes(item.substr(7));
+        if (!bytes.ok()) return Fail(bytes.status().WithContext("--kv-offload memory"));
+        if (*bytes <= 0) return Fail("--kv-offload memory: the size must be positive");
+        eo.kv_offload_memory_bytes = *bytes;
+      } else if (item.rfind("disk=", 0) == 0 && !disk) {
         auto bytes = ParseBytes(item.substr(5));
         if (!bytes.ok()) return Fail(bytes.status().WithContext("--kv-offload disk"));
         eo.kv_offload_disk_bytes = *bytes;
@@ -191,7 +209,7 @@ int CmdServe(int argc, char** argv) {
       } else if (item.rfind("redis=", 0) == 0 && eo.kv_offload_redis_url.empty() && item.size() > 6) {
         eo.kv_offload_redis_url = item.substr(6);
       } else {
-        return Fail("--kv-offload: expected disk=SIZE and/or redis=URL, each once, got '" +
+        return Fail("--kv-offload: expected memory=SIZE, disk=SIZE and/or redis=URL, each once, got '" +
                     (item.rfind("redis=", 0) == 0 ? std::string("redis=...") : item) + "'");
       }
     }
@@ -199,6 +217,15 @@ int CmdServe(int argc, char** argv) {
     if (!disk && !kv_offload_dir.empty()) return Fail("--kv-offload-dir needs --kv-offload disk=SIZE");
     if (no_prefix_cache) return Fail("--kv-offload keeps prefix-cache blocks; it cannot go with --no-prefix-cache");
     eo.kv_offload_dir = kv_offload_dir;
+  }
+  if (!kv_transfer_listen.empty() && eo.kv_offload_memory_bytes == 0) {
+    eo.kv_offload_memory_bytes = int64_t{1} << 30;  // received blocks wait in the memory tier
+  }
+  if (!kv_transfer_listen.empty() && no_prefix_cache) {
+    return Fail("--kv-transfer-listen hands received blocks to the prefix cache; it cannot go with --no-prefix-cache");
+  }
+  if (role == "prefill" && no_prefix_cache) {
+    return Fail("--role prefill sends the prefix cache's blocks; it cannot go with --no-prefix-cache");
   }
   eo.kv_integrity = *kv::ParseIntegrityMode(kv_integrity);
   if (!testing_kv_fault.empty()) {
@@ -269,9 +296,15 @@ int CmdServe(int argc, char** argv) {
   auto loaded = LoadModelAndTokenizer(model_path, pool, /*need_tokenizer=*/true, *model_options);
   if (!loaded.ok()) return Fail(loaded.status());
   Model& model = *loaded->model;
-  if (!eo.kv_offload_dir.empty() || !eo.kv_offload_redis_url.empty()) {
+  uint64_t weights_fingerprint = 0;
+  if (!eo.kv_offload_dir.empty() || !eo.kv_offload_redis_url.empty() || eo.kv_offload_memory_bytes > 0 ||
+      role != "both" || !kv_transfer_listen.empty()) {
     // KV from another file, or from other decode weights, must never be adopted.
     eo.model_fingerprint = ModelFingerprint(*loaded->file, decode_weights.empty() ? "" : "decode-weights=" + decode_weights);
+    // Prompt blocks are computed with the file's own weights whatever the
+    // decode copies (the engine shares only prompt positions): what P/D
+    // transfers carry and accept.
+    weights_fingerprint = decode_weights.empty() ? eo.model_fingerprint : ModelFingerprint(*loaded->file);
   }
   const int64_t ctx_train = model.config().n_ctx_train;
   if (n_ctx <= 0) n_ctx = static_cast<int32_t>(std::min<int64_t>(ctx_train > 0 ? ctx_train : 4096, 4096));
@@ -293,6 +326,12 @@ int CmdServe(int argc, char** argv) {
   so.batch_data_dir = data_dir;
   so.batch.lines_in_flight = batch_in_flight;
   so.batch.max_file_bytes = max_file_mib << 20;
+  so.role = role == "prefill" ? server::ServeRole::kPrefill
+            : role == "decode" ? server::ServeRole::kDecode
+                               : server::ServeRole::kBoth;
+  so.kv_transfer_listen = kv_transfer_listen;
+  so.kv_transfer_timeout = std::chrono::milliseconds(static_cast<int64_t>(kv_transfer_timeout_s * 1000.0));
+  so.kv_transfer_fingerprint = weights_fingerprint;
   // Outlives the server (and its engine, which publishes into it).
   std::unique_ptr<kvevents::Publisher> publisher;
   if (!kv_events.endpoint.empty()) {
@@ -323,6 +362,12 @@ int CmdServe(int argc, char** argv) {
                static_cast<long long>((*srv)->kv_capacity_tokens()), kernels::KvTypeName(eo.kv_type), threads,
                SchedulingModeName(eo.scheduling), so.tenant_secret.empty() ? "" : "; signed tenant headers",
                api_key.empty() ? "" : "; API key required");
+  if ((*srv)->kv_transfer_port() != 0) {
+    std::fprintf(stderr, "pagoda: role %s; KV transfers received on port %u\n", role.c_str(),
+                 (*srv)->kv_transfer_port());
+  } else if (role != "both") {
+    std::fprintf(stderr, "pagoda: role %s\n", role.c_str());
+  }
   std::fflush(stderr);
   (*srv)->RunUntilSignal();
   std::fprintf(stderr, "pagoda: server stopped\n");

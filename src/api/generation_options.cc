@@ -21,6 +21,28 @@ MaybeError ReadOptionalNumber(const json& v, std::string_view key, double min, d
   return std::nullopt;
 }
 
+MaybeError ReadKvTransferParams(const json& v, std::optional<KvTransferParams>* out) {
+  if (!v.is_object()) return InvalidValue("kv_transfer_params", "Invalid 'kv_transfer_params': expected an object.");
+  KvTransferParams p;
+  for (const auto& [k, x] : v.items()) {
+    if (x.is_null()) continue;
+    MaybeError e;
+    if (k == "do_remote_decode") e = ReadBool(x, "kv_transfer_params.do_remote_decode", &p.do_remote_decode);
+    if (k == "remote_addr") e = ReadString(x, "kv_transfer_params.remote_addr", &p.remote_addr);
+    if (k == "transfer_id") e = ReadString(x, "kv_transfer_params.transfer_id", &p.transfer_id);
+    if (e) return e;
+  }
+  if (p.remote_addr.size() > 256 || p.transfer_id.size() > 128) {
+    return InvalidValue("kv_transfer_params", "Invalid 'kv_transfer_params': remote_addr or transfer_id too long.");
+  }
+  if (p.do_remote_decode && (p.remote_addr.empty() || p.transfer_id.empty())) {
+    return InvalidValue("kv_transfer_params",
+                        "Invalid 'kv_transfer_params': do_remote_decode needs remote_addr and transfer_id.");
+  }
+  *out = std::move(p);
+  return std::nullopt;
+}
+
 MaybeError ReadStop(const json& v, const RequestLimits& limits, std::vector<std::string>* out) {
   auto one = [&](const json& s, const std::string& param) -> MaybeError {
     std::string text;
@@ -104,7 +126,7 @@ FieldOutcome ReadGenerationField(std::string_view key, const json& v, const Requ
         "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
         "frequency_penalty", "repetition_penalty", "n", "stop", "seed", "logit_bias", "stream",
         "stream_options", "user", "safety_identifier", "response_format", "grammar", "regex", "ignore_eos",
-        "service_tier"};
+        "service_tier", "kv_transfer_params"};
     for (auto k : kNullable) {
       if (k == key) return FieldOutcome::kHandled;
     }
@@ -165,6 +187,7 @@ FieldOutcome ReadGenerationField(std::string_view key, const json& v, const Requ
     }
     return FieldOutcome::kHandled;
   }
+  if (key == "kv_transfer_params") return done(ReadKvTransferParams(v, &o->kv_transfer));
   if (key == "response_format") return done(ReadResponseFormat(v, &o->structured.response_format));
   if (key == "grammar") return done(ReadConstraintText(v, key, &o->structured.grammar));
   if (key == "regex") return done(ReadConstraintText(v, key, &o->structured.regex));

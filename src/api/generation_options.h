@@ -32,6 +32,16 @@ struct RequestLimits {
   bool reject_unknown_fields = true;
 };
 
+// vLLM's kv_transfer_params, as the gateway sets it on the prefill leg of a
+// disaggregated request (docs/KV_OFFLOAD.md, "Prefill/decode
+// disaggregation"): compute the prompt and stream its KV blocks to the
+// decode replica at remote_addr ("host:port"). Other keys are ignored.
+struct KvTransferParams {
+  bool do_remote_decode = false;
+  std::string remote_addr;
+  std::string transfer_id;
+};
+
 struct GenerationOptions {
   std::string model;  // "" when absent: the server's default model
   // From max_completion_tokens when present, else max_tokens; >= 1.
@@ -60,6 +70,7 @@ struct GenerationOptions {
   // what the caller's key allows.
   std::optional<WorkloadClass> service_tier;
   StructuredOutput structured;  // response_format / grammar / regex
+  std::optional<KvTransferParams> kv_transfer;  // kv_transfer_params
 };
 
 namespace internal {

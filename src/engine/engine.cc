@@ -72,6 +72,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
   ko.offload_dir = options.kv_offload_dir;
   ko.offload_disk_bytes = options.kv_offload_disk_bytes;
   ko.offload_redis_url = options.kv_offload_redis_url;
+  ko.offload_memory_bytes = options.kv_offload_memory_bytes;
   ko.model_fingerprint = options.model_fingerprint;
   if (ko.memory_bytes == 0) {
     const int64_t blocks_per_seq = (options.n_ctx + options.block_size - 1) / options.block_size;
@@ -120,6 +121,9 @@ Engine::~Engine() { Stop(); }
 Status Engine::Validate(const EngineRequest& r) const {
   const int64_t n_vocab = model_.n_vocab();
   if (r.prompt.empty()) return InvalidArgument("the prompt is empty (no tokens)");
+  if (r.kv_export && !options_.prefix_caching) {
+    return InvalidArgument("exporting a prompt's KV blocks needs prefix caching");
+  }
   if (static_cast<int64_t>(r.prompt.size()) >= options_.n_ctx) {
     return InvalidArgument("the prompt has " + std::to_string(r.prompt.size()) +
                            " tokens, which does not leave room in a context of " + std::to_string(options_.n_ctx));

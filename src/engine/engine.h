@@ -71,6 +71,9 @@ struct EngineOptions {
   std::string kv_offload_dir;
   int64_t kv_offload_disk_bytes = 0;
   std::string kv_offload_redis_url;  // the shared tier (docs/KV_OFFLOAD.md); empty: none
+  // Host-memory tier (--kv-offload memory=SIZE), searched before the others;
+  // a decode replica's KV transfers land in it. 0: none.
+  int64_t kv_offload_memory_bytes = 0;
   uint64_t model_fingerprint = 0;
   // KV page integrity check before every step (--kv-integrity): a sequence
   // whose pages changed under it ends with kv::IntegrityError.
@@ -121,6 +124,11 @@ class Engine {
   // Without Start only: runs one step (cancellations and deadlines, then one
   // forward pass); false when there was nothing to run.
   bool Step();
+
+  // Any thread, while the engine lives: the KV memory tier (null when
+  // none; thread-safe itself) and the layout of the engine's KV blocks.
+  kv::MemoryTier* kv_memory_tier() const { return kv_->memory_tier(); }
+  const kv::BlockLayout& kv_block_layout() const { return kv_->block_layout(); }
 
   // Engine thread (or a test driving Step) only.
   const PagedKvCache& kv_cache() const { return *kv_; }

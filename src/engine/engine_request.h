@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "base/workload_class.h"
+#include "kv/block_sink.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampling_params.h"
 
@@ -72,6 +73,11 @@ struct EngineRequest {
   std::string tenant;              // "" is the anonymous tenant
   double weight = 1;               // fair-share weight, finite and > 0
   std::optional<GrammarConstraint> constraint;  // structured output (per sequence state)
+  // Prefill/decode disaggregation (docs/KV_OFFLOAD.md): every full prompt
+  // block of sequence 0 goes here as soon as it is computed or adopted
+  // (kv/block_sink.h). Needs prefix caching; the sink must outlive the
+  // request's final event.
+  std::shared_ptr<kv::BlockSink> kv_export;
 };
 
 enum class FinishReason : uint8_t {

@@ -228,6 +228,12 @@ void Scheduler::Commit(const StepPlan& plan) {
     if (before_commit_) before_commit_(s);
     kv_.CommitBlocks(s.slot, std::span<const int32_t>(s.tokens.data(), static_cast<size_t>(shareable)),
                      s.request().cache_salt);
+    if (s.index == 0 && s.request().kv_export) {
+      // The prompt's blocks leave as they are finished (P/D transfer).
+      s.n_exported = kv_.ExportBlocks(s.slot, s.n_exported,
+                                      std::span<const int32_t>(s.tokens.data(), static_cast<size_t>(s.n_prompt)),
+                                      s.request().cache_salt, *s.request().kv_export);
+    }
     if (s.index == 0 && s.n_computed >= s.n_prompt) s.group->prefix_ready = true;
     if (c.sample) policy_->OnSampled(s);
   }

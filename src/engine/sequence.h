@@ -48,6 +48,8 @@ struct Sequence {
   // EngineRequest::prompt_logprobs: prompt positions reported so far (their
   // events are not sent again when a preempted sequence recomputes).
   int32_t n_prompt_reported = 0;
+  // EngineRequest::kv_export: prompt blocks handed to the sink so far.
+  int32_t n_exported = 0;
   std::optional<Sampler> sampler;
   // EngineRequest::constraint: this sequence's grammar state; active once
   // delay_until has appeared (grammar_tail holds the last bytes seen so far).

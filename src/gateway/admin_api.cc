@@ -28,7 +28,9 @@ std::string ReplicasJson(const RoutingTable& table) {
                    {"active_blocks", s.active_blocks},
                    {"consecutive_failures", s.consecutive_failures},
                    {"ejections", s.ejections},
-                   {"kv_events", r->config().kv_events}});
+                   {"kv_events", r->config().kv_events},
+                   {"role", ReplicaRoleName(r->config().role)},
+                   {"kv_transfer", r->config().kv_transfer}});
   }
   return nlohmann::json{{"replicas", out}}.dump();
 }

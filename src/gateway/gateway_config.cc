@@ -215,25 +215,27 @@ void ReadTlsFiles(TableReader& r, GatewayConfig* c) {
   }
 }
 
+// "host:port" split at the last ':'; nullopt when the host is empty or the
+// port is not a number in [min_port, 65535].
+std::optional<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view s, int64_t min_port) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == s.size()) return std::nullopt;
+  int64_t port = 0;
+  for (char ch : s.substr(colon + 1)) {
+    if (ch < '0' || ch > '9' || port > 65535) return std::nullopt;
+    port = port * 10 + (ch - '0');
+  }
+  if (port < min_port || port > 65535) return std::nullopt;
+  return std::pair<std::string, uint16_t>(std::string(s.substr(0, colon)), static_cast<uint16_t>(port));
+}
+
 void ParseGatewayTable(TableReader& r, GatewayConfig* c) {
   std::string listen;
   if (r.String("listen", &listen)) {
-    const size_t colon = listen.rfind(':');
-    int64_t port = -1;
-    if (colon != std::string::npos && colon + 1 < listen.size()) {
-      try {
-        size_t used = 0;
-        port = std::stoll(listen.substr(colon + 1), &used);
-        if (used != listen.size() - colon - 1) port = -1;
-      } catch (const std::exception&) {
-        port = -1;
-      }
-    }
-    if (port < 0 || port > 65535 || colon == 0) {
-      r.Fail(r.LineOf(*r.Get("listen")), "gateway.listen '" + listen + "': expected HOST:PORT");
+    if (const auto hp = SplitHostPort(listen, 0)) {
+      std::tie(c->listen_address, c->listen_port) = *hp;
     } else {
-      c->listen_address = listen.substr(0, colon);
-      c->listen_port = static_cast<uint16_t>(port);
+      r.Fail(r.LineOf(*r.Get("listen")), "gateway.listen '" + listen + "': expected HOST:PORT");
     }
   }
   r.Int("io_threads", &c->io_threads, 1, 64);
@@ -278,7 +280,53 @@ void ParseReplica(TableReader& r, ReplicaConfig* rc) {
   }
   ReadKvEndpoint(r, "kv_events", &rc->kv_events);
   ReadKvEndpoint(r, "kv_events_replay", &rc->kv_events_replay);
+  std::string role;
+  if (r.String("role", &role)) {
+    if (const auto parsed = ParseReplicaRole(role)) {
+      rc->role = *parsed;
+    } else {
+      r.Fail(r.KeyLine("role"), "replica '" + rc->id + "': role '" + role + "' is not prefill, decode or both");
+    }
+  }
+  if (r.String("kv_transfer", &rc->kv_transfer)) {
+    if (!SplitHostPort(rc->kv_transfer, 1) || rc->kv_transfer.find("://") != std::string::npos) {
+      r.Fail(r.KeyLine("kv_transfer"), "replica '" + rc->id + "': kv_transfer '" + rc->kv_transfer +
+                                           "': expected host:port (the replica's --kv-transfer-listen)");
+    } else if (rc->role == ReplicaRole::kPrefill) {
+      r.Fail(r.KeyLine("kv_transfer"), "replica '" + rc->id + "': a prefill replica receives no KV transfers; "
+                                       "kv_transfer is for decode and both replicas");
+    }
+  }
   r.Finish();
+}
+
+// Prefill/decode roles within one deployment: with a prefill-role replica,
+// some replica must take client requests, every decode-role one needs
+// kv_transfer, and at least one must be able to receive the KV.
+void CheckRoles(TableReader& d, const std::string& where, const DeploymentConfig& dep,
+                const std::vector<int>& replica_lines) {
+  bool prefill = false, takes_clients = false, receives = false;
+  for (const ReplicaConfig& rc : dep.replicas) {
+    prefill = prefill || rc.role == ReplicaRole::kPrefill;
+    takes_clients = takes_clients || DecodeCapable(rc.role);
+    receives = receives || (DecodeCapable(rc.role) && !rc.kv_transfer.empty());
+  }
+  if (!prefill || d.failed()) return;
+  if (!takes_clients) {
+    d.Fail(d.line(), where + ": every replica has role \"prefill\"; client requests need a decode or both replica");
+    return;
+  }
+  for (size_t i = 0; i < dep.replicas.size(); ++i) {
+    const ReplicaConfig& rc = dep.replicas[i];
+    if (rc.role == ReplicaRole::kDecode && rc.kv_transfer.empty()) {
+      d.Fail(replica_lines[i], where + " replica '" + rc.id + "': role \"decode\" needs kv_transfer = "
+                               "\"host:port\" (the deployment has prefill replicas)");
+      return;
+    }
+  }
+  if (!receives) {
+    d.Fail(d.line(), where + ": prefill replicas but no decode or both replica has kv_transfer to receive their KV");
+  }
 }
 
 // One [[models.deployments.schedule.windows]] table.
@@ -395,6 +443,8 @@ void ParseModel(TableReader& r, ModelConfig* m, std::set<std::string>* replica_i
   if (r.Number("decode_load_weight", &m->decode_load_weight) && m->decode_load_weight < 0) {
     r.Fail(r.LineOf(*r.Get("decode_load_weight")), "decode_load_weight must be >= 0");
   }
+  r.Int("pd_threshold_tokens", &m->pd_threshold_tokens, 0, int64_t{1} << 30);
+  r.Int("pd_prefill_timeout_ms", &m->pd_prefill_timeout_ms, 1, 86'400'000);
   const bool has_current = r.String("current_version", &m->current_version);
   std::set<std::string> versions;
   for (const toml::table* dt : r.Tables("deployments")) {
@@ -410,8 +460,10 @@ void ParseModel(TableReader& r, ModelConfig* m, std::set<std::string>* replica_i
     if (!d.failed() && !versions.insert(dep.version).second) {
       d.Fail(d.KeyLine("version"), "model '" + m->name + "': duplicate deployment version '" + dep.version + "'");
     }
+    std::vector<int> replica_lines;
     for (const toml::table* rt : d.Tables("replicas")) {
       TableReader rr(*rt, "model '" + m->name + "@" + dep.version + "' replica", r.source(), r.error());
+      replica_lines.push_back(rr.line());
       ReplicaConfig rc;
       ParseReplica(rr, &rc);
       if (!rr.failed() && !replica_ids->insert(rc.id).second) {
@@ -434,6 +486,7 @@ void ParseModel(TableReader& r, ModelConfig* m, std::set<std::string>* replica_i
     if (!d.failed() && dep.replicas.empty()) {
       d.Fail(d.line(), "model '" + m->name + "@" + dep.version + "': a deployment needs at least one replica");
     }
+    CheckRoles(d, "model '" + m->name + "@" + dep.version + "'", dep, replica_lines);
     m->deployments.push_back(std::move(dep));
   }
   r.Finish();

@@ -13,6 +13,7 @@
 
 #include "base/status.h"
 #include "gateway/capacity_schedule.h"
+#include "gateway/replica_role.h"
 
 namespace pagoda::gateway {
 
@@ -37,6 +38,11 @@ struct ReplicaConfig {
   std::string ca_file;           // https: PEM CAs to trust instead of the system store; "" when none
   std::string kv_events;         // tcp://host:port of its KV-event PUB socket; "" when none
   std::string kv_events_replay;  // its replay (ROUTER) socket; "" when none
+  // Prefill/decode disaggregation: which legs it serves, and the "host:port"
+  // of its KV-transfer listener (serve --kv-transfer-listen) where prefill
+  // replicas push a prompt's KV blocks for it; "" when it receives none.
+  ReplicaRole role = ReplicaRole::kBoth;
+  std::string kv_transfer;
 };
 
 struct DeploymentConfig {
@@ -59,6 +65,12 @@ struct ModelConfig {
   // cache_aware: what one KV block held by a running request costs, in
   // prompt blocks to compute (CacheAwareOptions::decode_block_weight).
   double decode_load_weight = 1.0;
+  // Prefill/decode disaggregation (deployments with prefill-role replicas):
+  // a request whose uncached prompt (prompt tokens minus those the decode
+  // replica is predicted to hold) is longer than this is prefilled on a
+  // prefill replica first; the prefill leg's time limit.
+  int64_t pd_threshold_tokens = 256;
+  int64_t pd_prefill_timeout_ms = 30'000;
   // A dedicated deployment: only this tenant's keys see and use the model
   // (with [control]); "" = shared by every tenant.
   std::string tenant;

@@ -43,6 +43,13 @@ void GatewayMetrics::RecordPoolFallback(const std::string& model, WorkloadClass 
 
 void GatewayMetrics::RecordAddedLatency(double seconds) { added_latency_.Observe(seconds); }
 
+void GatewayMetrics::RecordPd(const std::string& model, PdOutcome outcome) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++pd_requests_[{model, PdOutcomeName(outcome)}];
+}
+
+void GatewayMetrics::RecordPrefillSeconds(double seconds) { prefill_seconds_.Observe(seconds); }
+
 void GatewayMetrics::RecordCachedTokens(const std::string& replica, const std::string& deployment, int64_t predicted,
                                         const std::optional<ReportedUsage>& reported) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -148,12 +155,22 @@ std::string GatewayMetrics::Render(const RoutingTable& table) const {
       o << "pagoda_gateway_pool_fallbacks_total{model=\"" << Esc(k.first) << "\",class=\"" << Esc(k.second) << "\"} "
         << v << "\n";
     }
+    o << "# HELP pagoda_gateway_pd_requests_total Requests to deployments with prefill replicas, by what became "
+         "of them (disaggregated, colocated_below_threshold, colocated_no_kv_transfer, prefill_failed).\n"
+         "# TYPE pagoda_gateway_pd_requests_total counter\n";
+    for (const auto& [k, v] : pd_requests_) {
+      o << "pagoda_gateway_pd_requests_total{model=\"" << Esc(k.first) << "\",outcome=\"" << Esc(k.second) << "\"} "
+        << v << "\n";
+    }
     o << "# TYPE pagoda_gateway_config_reloads_total counter\n"
       << "pagoda_gateway_config_reloads_total{result=\"ok\"} " << reloads_ok_ << "\n"
       << "pagoda_gateway_config_reloads_total{result=\"refused\"} " << reloads_failed_ << "\n";
   }
   RenderHistogram(o, "pagoda_gateway_added_latency_seconds",
                   "Time the gateway spends before forwarding and after receiving.", added_latency_.snapshot());
+  RenderHistogram(o, "pagoda_gateway_pd_prefill_seconds",
+                  "Prefill legs of disaggregated requests: from the first prefill call to the decode leg's dispatch.",
+                  prefill_seconds_.snapshot());
   if (feed_ != nullptr) RenderKvEventFeedMetrics(o, *feed_, table);
   const auto now = std::chrono::steady_clock::now();
   const auto replicas = table.AllReplicas();

@@ -1,6 +1,7 @@
 // GatewayMetrics: the gateway's Prometheus counters (requests per replica,
 // deployment, policy and status class; retries; upstream errors by kind;
-// added-latency histogram; predicted vs reported cached tokens). Per-replica
+// added-latency histogram; predicted vs reported cached tokens; prefill/decode
+// disaggregation outcomes and prefill times). Per-replica
 // gauges (active load, health, circuit, ejections, capacity pool) are read
 // from the routing table at scrape time, the KV event feed's figures from the
 // feed.
@@ -19,6 +20,7 @@
 #include "base/histogram.h"
 #include "base/workload_class.h"
 #include "gateway/kv_event_feed.h"
+#include "gateway/pd_router.h"
 #include "gateway/routing_table.h"
 #include "gateway/usage_reader.h"
 #include "http/server.h"
@@ -56,6 +58,11 @@ class GatewayMetrics {
   // the replica reported (nullopt: no usage in the response).
   void RecordCachedTokens(const std::string& replica, const std::string& deployment, int64_t predicted,
                           const std::optional<ReportedUsage>& reported);
+  // A request of a deployment with prefill replicas: what became of it
+  // (pagoda_gateway_pd_requests_total), and the time its prefill leg took
+  // (pagoda_gateway_pd_prefill_seconds; requests that ran one).
+  void RecordPd(const std::string& model, PdOutcome outcome);
+  void RecordPrefillSeconds(double seconds);
   // The feed whose figures Render adds (borrowed; null: none).
   void set_kv_event_feed(const KvEventFeed* feed) { feed_ = feed; }
 
@@ -78,7 +85,9 @@ class GatewayMetrics {
   std::map<int, uint64_t> route_errors_;                                                      // guarded by mu_
   std::map<std::pair<std::string, std::string>, uint64_t> pool_fallbacks_;                     // guarded by mu_
   std::map<std::pair<std::string, std::string>, CachedTokens> cached_;                         // guarded by mu_
+  std::map<std::pair<std::string, std::string>, uint64_t> pd_requests_;                        // guarded by mu_
   BucketHistogram added_latency_{BucketHistogram::LatencyBounds()};
+  BucketHistogram prefill_seconds_{{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
   const KvEventFeed* feed_ = nullptr;
   uint64_t reloads_ok_ = 0, reloads_failed_ = 0;                                              // guarded by mu_
 };

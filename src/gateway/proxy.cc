@@ -7,6 +7,8 @@
 #include "api/api_error.h"
 #include "base/log.h"
 #include "tenancy/signed_headers.h"
+#include "gateway/pd_router.h"
+#include "gateway/prefill_leg.h"
 #include "gateway/request_info.h"
 #include "gateway/request_meter.h"
 #include "gateway/tenant_routing.h"
@@ -84,6 +86,12 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   // Routes and starts an upstream call. On a routing failure: false, and the
   // client is answered unless `retry` (the caller then reports the first failure).
   bool Dispatch(bool retry = false);
+  // Starts the call to decision_'s replica; the gateway's own time since `since` counts as added latency.
+  void SendToReplica(Clock::time_point since);
+  // P/D: starts a prefill leg when the request is to be disaggregated (the
+  // call to decision_'s replica follows its report); false: colocated.
+  bool StartPrefillLeg();
+  void OnPrefillDone(const PrefillLegReport& report);
   void OnHead(const http::UpstreamResponseHead& head);
   void OnBody(std::string_view bytes);
   void OnDone(const http::UpstreamOutcome& outcome);
@@ -93,7 +101,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void Finish(const std::string& status_class);
   http::Headers ServedBy() const;
   void Tokenize(const ModelRoute& model);
-  http::UpstreamRequest BuildUpstreamRequest() const;
+  // The request to `r` with `body`: endpoint and API root, the headers a
+  // proxied request forwards (signed tenant headers), timeouts, deadline.
+  http::UpstreamRequest UpstreamFor(const Replica& r, std::string body) const;
+  // The client's body as `r` gets it (served model name, forced usage).
+  std::string UpstreamBody(const Replica& r) const;
 
   const ProxyContext ctx_;
   std::shared_ptr<const RoutingTable> table_;
@@ -107,6 +119,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   std::string session_key_, zone_;
   RouteDecision decision_;
   LoadGuard guard_;
+  std::string prefill_replica_;  // the replica that prefilled this attempt's prompt (disaggregated); "" when none
   int attempts_ = 0;
   double added_seconds_ = 0;
   RequestMeter meter_;  // keys, limits, usage (no-op without a control plane)
@@ -123,8 +136,9 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   bool client_started_ = false;  // bytes went to the client: no retry
   bool verdict_failure_ = false;
 
-  std::mutex mu_;  // guards call_, client_gone_ (the server's cancel callback runs on its threads)
+  std::mutex mu_;  // guards call_, prefill_, client_gone_ (the server's cancel callback runs on its threads)
   std::shared_ptr<http::UpstreamCall> call_;
+  std::shared_ptr<PrefillLeg> prefill_;  // while the prefill leg runs
   bool client_gone_ = false;
   bool cancel_requested_ = false;  // a callback cancelled before call_ was set
 
@@ -226,6 +240,16 @@ bool Exchange::Dispatch(bool retry) {
   }
   guard_ = LoadGuard(decision_.replica->shared_state(), decision_.blocks);
   ++attempts_;
+  prefill_replica_.clear();  // a retry is colocated
+  if (!retry && StartPrefillLeg()) {
+    added_seconds_ += std::chrono::duration<double>(Clock::now() - received_).count();
+    return true;
+  }
+  SendToReplica(received_);
+  return true;
+}
+
+void Exchange::SendToReplica(Clock::time_point since) {
   mode_ = Mode::kWaiting;
   status_ = 0;
   body_.clear();
@@ -233,8 +257,8 @@ bool Exchange::Dispatch(bool retry) {
   head_headers_ = {};
   sse_ = SseSplitter();
   verdict_failure_ = false;
-  http::UpstreamRequest up = BuildUpstreamRequest();
-  added_seconds_ += std::chrono::duration<double>(Clock::now() - received_).count();
+  http::UpstreamRequest up = UpstreamFor(*decision_.replica, UpstreamBody(*decision_.replica));
+  added_seconds_ += std::chrono::duration<double>(Clock::now() - since).count();
   auto self = shared_from_this();
   http::UpstreamEvents ev;
   ev.on_head = [self](const http::UpstreamResponseHead& h) { self->OnHead(h); };
@@ -253,11 +277,81 @@ bool Exchange::Dispatch(bool retry) {
   std::lock_guard<std::mutex> lock(mu_);
   call_ = call;
   if (client_gone_ || cancel_requested_) call_->Cancel();
+}
+
+bool Exchange::StartPrefillLeg() {
+  const Replica& decode = *decision_.replica;
+  const std::string_view path = std::string_view(req_.target).substr(0, req_.target.find('?'));
+  if (decode.external() || req_.method != "POST" || (path != "/v1/chat/completions" && path != "/v1/completions")) {
+    return false;
+  }
+  const ModelRoute* model = table_->FindModel(decode.model());
+  const Deployment* dep = model != nullptr ? model->FindDeployment(decode.version()) : nullptr;
+  if (dep == nullptr) return false;
+  const int64_t uncached =
+      UncachedPromptTokens(!tokens_.empty(), tokens_.size(), req_.body.size(), decision_.predicted_cached_tokens);
+  switch (DecidePd(*dep, decode, uncached, model->config.pd_threshold_tokens)) {
+    case PdDecision::kNotApplicable:
+      return false;
+    case PdDecision::kColocatedBelowThreshold:
+      ctx_.metrics->RecordPd(decode.model(), PdOutcome::kColocatedBelowThreshold);
+      return false;
+    case PdDecision::kColocatedNoKvTransfer:
+      ctx_.metrics->RecordPd(decode.model(), PdOutcome::kColocatedNoKvTransfer);
+      return false;
+    case PdDecision::kDisaggregate:
+      break;
+  }
+  PrefillLegPlan plan;
+  plan.table = table_;
+  plan.deployment = dep;
+  plan.decode = decision_.replica;
+  plan.client_body = req_.body;
+  plan.served_model = model->config.served_model_name;
+  plan.workload_class = route_.workload_class;
+  plan.blocks = EstimateBlocks(route_.prompt_tokens, 1, model->config.block_size);
+  plan.timeout = std::chrono::milliseconds(model->config.pd_prefill_timeout_ms);
+  plan.deadline = deadline_;
+  // `this` outlives every call of request_for: the leg calls it only before
+  // it reports, and until then its `done` holds this exchange.
+  auto leg = std::make_shared<PrefillLeg>(ctx_.client, ctx_.metrics, std::move(plan),
+                                          [this](const Replica& r, std::string body) {
+                                            return UpstreamFor(r, std::move(body));
+                                          });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    prefill_ = leg;
+    if (client_gone_) leg->Cancel();
+  }
+  leg->Start([self = shared_from_this()](const PrefillLegReport& r) { self->OnPrefillDone(r); });
   return true;
 }
 
-http::UpstreamRequest Exchange::BuildUpstreamRequest() const {
-  const Replica& r = *decision_.replica;
+void Exchange::OnPrefillDone(const PrefillLegReport& report) {
+  const auto t0 = Clock::now();
+  bool gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    prefill_.reset();
+    gone = client_gone_;
+  }
+  if (gone) {
+    decision_.replica->state().OnAbandoned();
+    guard_.Release();
+    return Finish("cancelled");
+  }
+  ctx_.metrics->RecordPd(decision_.replica->model(), report.outcome);
+  if (report.calls > 0) ctx_.metrics->RecordPrefillSeconds(report.seconds);
+  if (report.outcome == PdOutcome::kDisaggregated) {
+    prefill_replica_ = report.replica->id();
+  } else {
+    PAGODA_LOG(Warning) << "gateway: no prefill for " << decision_.replica->id() << " (" << report.failure
+                        << "); it prefills the prompt itself";
+  }
+  SendToReplica(t0);
+}
+
+http::UpstreamRequest Exchange::UpstreamFor(const Replica& r, std::string body) const {
   const GatewayConfig& c = table_->config();
   http::UpstreamRequest up;
   up.host = r.config().endpoint.host;
@@ -275,15 +369,7 @@ http::UpstreamRequest Exchange::BuildUpstreamRequest() const {
     up.headers.Set("Authorization", "Bearer " + r.external_info().api_key);
   }
   up.headers.Set("X-Forwarded-For", req_.remote_address.substr(0, req_.remote_address.rfind(':')));
-  std::string served;
-  if (r.external()) {
-    served = r.external_info().model;
-  } else if (const ModelRoute* m = table_->FindModel(r.model())) {
-    served = m->config.served_model_name;
-  }
-  up.body = req_.body.empty() || (served.empty() && !meter_.force_usage())
-                ? req_.body
-                : RewriteUpstreamBody(req_.body, served, meter_.force_usage());
+  up.body = std::move(body);
   up.connect_timeout = std::chrono::milliseconds(c.connect_timeout_ms);
   up.first_byte_timeout = std::chrono::milliseconds(c.first_byte_timeout_ms);
   up.idle_timeout = std::chrono::milliseconds(c.idle_timeout_ms);
@@ -291,10 +377,23 @@ http::UpstreamRequest Exchange::BuildUpstreamRequest() const {
   return up;
 }
 
+std::string Exchange::UpstreamBody(const Replica& r) const {
+  std::string served;
+  if (r.external()) {
+    served = r.external_info().model;
+  } else if (const ModelRoute* m = table_->FindModel(r.model())) {
+    served = m->config.served_model_name;
+  }
+  // Rewritten even without a model or usage to set: a client's own
+  // kv_transfer_params never reach a replica (RewriteUpstreamBody).
+  return req_.body.empty() ? req_.body : RewriteUpstreamBody(req_.body, served, meter_.force_usage());
+}
+
 http::Headers Exchange::ServedBy() const {
   http::Headers h;
   h.Add(kDeploymentHeader, decision_.deployment);
   h.Add(kReplicaHeader, decision_.replica->id());
+  if (!prefill_replica_.empty()) h.Add(kPrefillReplicaHeader, prefill_replica_);
   h.Add(kPredictedCachedHeader, std::to_string(decision_.predicted_cached_tokens));
   meter_.AddResponseHeaders(h);
   return h;
@@ -462,12 +561,15 @@ void Exchange::Finish(const std::string& status_class) {
 
 void Exchange::OnClientGone() {
   std::shared_ptr<http::UpstreamCall> call;
+  std::shared_ptr<PrefillLeg> prefill;
   {
     std::lock_guard<std::mutex> lock(mu_);
     client_gone_ = true;
     call = call_;
+    prefill = prefill_;
   }
   if (call) call->Cancel();
+  if (prefill) prefill->Cancel();
 }
 
 }  // namespace

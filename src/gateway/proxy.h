@@ -9,8 +9,13 @@
 // cancels the upstream call at once. The load guard is taken at dispatch and
 // released when the exchange ends, however it ends. Passive
 // health: connection errors, timeouts and 5xx count against the replica's
-// circuit. Thread safety: Start from any thread; the exchange then lives on
-// the upstream client's I/O threads and the server's cancel callback.
+// circuit. Prefill/decode disaggregation: for a deployment with prefill-role
+// replicas, a request whose uncached prompt passes the model's threshold
+// first runs a prefill leg (prefill_leg.h) that ships its KV to the routed
+// (decode) replica, then goes there as usual; a failed prefill only means
+// the decode replica prefills itself. Thread safety: Start from any thread;
+// the exchange then lives on the upstream client's I/O threads and the
+// server's cancel callback.
 #pragma once
 
 #include <chrono>
@@ -36,6 +41,8 @@ struct ProxyContext {
 // Headers that name what served a response.
 inline constexpr const char* kDeploymentHeader = "x-pagoda-deployment";
 inline constexpr const char* kReplicaHeader = "x-pagoda-replica";
+// A disaggregated response: the replica that prefilled the prompt (x-pagoda-replica decoded it).
+inline constexpr const char* kPrefillReplicaHeader = "x-pagoda-prefill-replica";
 // The prompt tokens the router predicted the chosen replica holds in its
 // prefix cache (cache_aware; 0 for the other policies).
 inline constexpr const char* kPredictedCachedHeader = "x-pagoda-predicted-cached-tokens";

@@ -87,7 +87,9 @@ std::string RewriteModel(std::string_view body, std::string_view model) {
 std::string RewriteUpstreamBody(std::string_view body, std::string_view model, bool force_usage) {
   nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return std::string(body);
-  bool changed = false;
+  // Only the gateway asks a replica to ship KV (the prefill leg); a client's
+  // own kv_transfer_params would send its prompt's KV wherever it names.
+  bool changed = j.erase("kv_transfer_params") != 0;
   if (!model.empty()) {
     const auto m = j.find("model");
     if (m == j.end() || !m->is_string() || m->get_ref<const std::string&>() != model) {

@@ -51,7 +51,9 @@ std::string RewriteModel(std::string_view body, std::string_view model);
 
 // The body sent upstream: "model" set to `model` when non-empty and, with
 // `force_usage`, stream_options.include_usage set so that a stream ends with
-// the usage the gateway meters (the client gets that chunk only if it asked).
+// the usage the gateway meters (the client gets that chunk only if it asked);
+// a client's kv_transfer_params removed (only the gateway's prefill leg sends
+// them). The body is returned as it came when nothing changes.
 std::string RewriteUpstreamBody(std::string_view body, std::string_view model, bool force_usage);
 
 }  // namespace pagoda::gateway

@@ -22,6 +22,18 @@ api::ApiError UnknownVersion(std::string_view model, std::string_view version) {
 
 }  // namespace
 
+ReplicaView ViewOf(const Replica& r, std::chrono::steady_clock::time_point now) {
+  const ReplicaSnapshot s = r.state().Snapshot(now);
+  ReplicaView v;
+  v.id = r.id();
+  v.zone = r.config().zone;
+  v.weight = r.config().weight / s.ramp;  // slow start: costlier while ramping
+  v.active_requests = s.active_requests;
+  v.active_blocks = s.active_blocks;
+  v.kv_events = !r.config().kv_events.empty();
+  return v;
+}
+
 std::vector<size_t> FilterCandidates(const std::vector<std::shared_ptr<const Replica>>& replicas,
                                      std::string_view zone, const LoadThresholds& thresholds,
                                      const std::set<std::string>& exclude, std::chrono::steady_clock::time_point now,
@@ -29,7 +41,8 @@ std::vector<size_t> FilterCandidates(const std::vector<std::shared_ptr<const Rep
   std::vector<size_t> in_under, out_under, in_zone, all;
   for (size_t i = 0; i < replicas.size(); ++i) {
     const Replica& r = *replicas[i];
-    if (exclude.count(r.id()) != 0 || !r.state().Eligible(now)) continue;
+    // A prefill-role replica only ever runs prefill legs (pd_router.h).
+    if (!DecodeCapable(r.config().role) || exclude.count(r.id()) != 0 || !r.state().Eligible(now)) continue;
     const bool local = zone.empty() || r.config().zone == zone;
     const bool past = thresholds.Past(r.state().Snapshot(now));
     all.push_back(i);
@@ -68,16 +81,7 @@ RouteDecision Pick(const ModelRoute& model, const Deployment& dep, const std::ve
   std::vector<ReplicaView> views;
   views.reserve(idx.size());
   for (size_t i : idx) {
-    const Replica& r = *dep.replicas[i];
-    const ReplicaSnapshot s = r.state().Snapshot(now);
-    ReplicaView v;
-    v.id = r.id();
-    v.zone = r.config().zone;
-    v.weight = r.config().weight / s.ramp;  // slow start: costlier while ramping
-    v.active_requests = s.active_requests;
-    v.active_blocks = s.active_blocks;
-    v.kv_events = !r.config().kv_events.empty();
-    views.push_back(v);
+    views.push_back(ViewOf(*dep.replicas[i], now));
   }
   RouteInput in;
   in.model = dep.key;

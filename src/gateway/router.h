@@ -4,7 +4,8 @@
 // unpinned request whose pick has no eligible replica, or that retries away
 // from `avoid_deployment`, falls back to the model's other deployments that
 // carry traffic, never to a pinned-only one), filters
-// its replicas (eligible = probes pass and the circuit admits; the request's
+// its replicas (never a prefill-role one: those only run prefill legs;
+// eligible = probes pass and the circuit admits; the request's
 // zone first; other zones only when no in-zone replica is eligible or every
 // in-zone one is past the load threshold; replicas past the threshold only
 // when nothing else is left), then lets the model's policy rank the rest.
@@ -29,6 +30,7 @@
 #include "api/api_error.h"
 #include "base/workload_class.h"
 #include "gateway/replica.h"
+#include "gateway/routing_policy.h"
 #include "gateway/routing_table.h"
 
 namespace pagoda::gateway {
@@ -69,6 +71,11 @@ struct LoadThresholds {
 // The replicas of `replicas` to hand the policy, by the zone and load rules.
 // `saturated` is set when every eligible replica is past the threshold; the
 // result is empty when none is eligible.
+// The replica as a policy sees it now (its weight raised while it ramps up
+// after re-admission); borrows `r`'s strings.
+ReplicaView ViewOf(const Replica& r, std::chrono::steady_clock::time_point now);
+
+// Prefill-role replicas are never candidates.
 std::vector<size_t> FilterCandidates(const std::vector<std::shared_ptr<const Replica>>& replicas,
                                      std::string_view zone, const LoadThresholds& thresholds,
                                      const std::set<std::string>& exclude, std::chrono::steady_clock::time_point now,

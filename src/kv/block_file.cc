@@ -50,10 +50,8 @@ bool LayoutUsable(const BlockLayout& l) {
   return !l.layers.empty() && l.block_size >= 1 && l.block_size <= kMaxBlockSize && l.block_bytes > 0;
 }
 
-// Everything DecodeBlockHeader checks; on success the record's header
-// fields agree with `expect`, so its header is HeaderBytes(expect.block_size) long.
-Result<BlockRecord> ParseHeader(const BlockLayout& expect, std::span<const uint8_t> bytes) {
-  if (!LayoutUsable(expect)) return InvalidArgument("KV block file: the reader's layout is invalid");
+// A fixed header's worth of bytes, this format's magic and version.
+Status CheckMagicAndVersion(std::span<const uint8_t> bytes) {
   if (static_cast<int64_t>(bytes.size()) < kBlockFileFixedHeader) {
     return InvalidArgument("KV block file: truncated header (" + std::to_string(bytes.size()) + " bytes)");
   }
@@ -63,6 +61,15 @@ Result<BlockRecord> ParseHeader(const BlockLayout& expect, std::span<const uint8
   if (version != kBlockFileVersion) {
     return InvalidArgument("KV block file: unsupported version " + std::to_string(version));
   }
+  return Status::Ok();
+}
+
+// Everything DecodeBlockHeader checks; on success the record's header
+// fields agree with `expect`, so its header is HeaderBytes(expect.block_size) long.
+Result<BlockRecord> ParseHeader(const BlockLayout& expect, std::span<const uint8_t> bytes) {
+  if (!LayoutUsable(expect)) return InvalidArgument("KV block file: the reader's layout is invalid");
+  PAGODA_RETURN_IF_ERROR(CheckMagicAndVersion(bytes));
+  const uint8_t* p = bytes.data();
   // Self-consistency first, in 64 bits, so that no field can size anything.
   const uint32_t block_size = Load<uint32_t>(p + kOffBlockSize);
   const uint32_t header_bytes = Load<uint32_t>(p + kOffHeaderBytes);
@@ -147,11 +154,31 @@ void EncodeBlock(const BlockLayout& layout, const BlockHash& hash, const BlockHa
   Store(p + checked, static_cast<uint64_t>(XXH3_64bits(p, checked)));
 }
 
+Result<BlockOrigin> PeekBlockOrigin(std::span<const uint8_t> bytes) {
+  PAGODA_RETURN_IF_ERROR(CheckMagicAndVersion(bytes));
+  const uint8_t* p = bytes.data();
+  const uint32_t type = Load<uint32_t>(p + kOffType);
+  if (type > static_cast<uint32_t>(kernels::KvType::kInt8)) {
+    return InvalidArgument("KV block file: unknown KV type " + std::to_string(type));
+  }
+  const uint32_t block_size = Load<uint32_t>(p + kOffBlockSize);
+  const uint64_t payload_bytes = Load<uint64_t>(p + kOffPayloadBytes);
+  if (block_size < 1 || block_size > kMaxBlockSize || payload_bytes < 1 || payload_bytes > (uint64_t{1} << 40)) {
+    return InvalidArgument("KV block file: bad block size or payload size");
+  }
+  BlockOrigin o;
+  o.model_fingerprint = Load<uint64_t>(p + kOffFingerprint);
+  o.type = static_cast<kernels::KvType>(type);
+  o.block_size = static_cast<int32_t>(block_size);
+  o.record_bytes = HeaderBytes(block_size) + static_cast<int64_t>(payload_bytes) + 8;
+  return o;
+}
+
 Result<BlockRecord> DecodeBlockHeader(const BlockLayout& expect, std::span<const uint8_t> bytes) {
   return ParseHeader(expect, bytes);
 }
 
-Result<BlockRecord> DecodeBlock(const BlockLayout& expect, std::span<const uint8_t> bytes, void* payload) {
+Result<BlockRecord> VerifyBlock(const BlockLayout& expect, std::span<const uint8_t> bytes) {
   PAGODA_ASSIGN_OR_RETURN(BlockRecord rec, ParseHeader(expect, bytes));
   const int64_t record_bytes = expect.RecordBytes();
   if (static_cast<int64_t>(bytes.size()) < record_bytes) {
@@ -162,6 +189,11 @@ Result<BlockRecord> DecodeBlock(const BlockLayout& expect, std::span<const uint8
   if (XXH3_64bits(bytes.data(), checked) != Load<uint64_t>(bytes.data() + checked)) {
     return DataLoss("KV block file: checksum mismatch");
   }
+  return rec;
+}
+
+Result<BlockRecord> DecodeBlock(const BlockLayout& expect, std::span<const uint8_t> bytes, void* payload) {
+  PAGODA_ASSIGN_OR_RETURN(BlockRecord rec, VerifyBlock(expect, bytes));
   std::memcpy(payload, bytes.data() + HeaderBytes(expect.block_size), static_cast<size_t>(expect.block_bytes));
   return rec;
 }

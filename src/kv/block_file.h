@@ -75,9 +75,26 @@ void EncodeBlock(const BlockLayout& layout, const BlockHash& hash, const BlockHa
 // fingerprint or layout), DataLoss (checksum mismatch).
 Result<BlockRecord> DecodeBlock(const BlockLayout& expect, std::span<const uint8_t> bytes, void* payload);
 
+// DecodeBlock's checks (header, sizes, checksum) without copying the
+// payload out: a record kept whole (the memory tier) is verified in place.
+Result<BlockRecord> VerifyBlock(const BlockLayout& expect, std::span<const uint8_t> bytes);
+
 // Only the header (the first 96 + 4 * block_size bytes): magic, version,
 // sizes, fingerprint and layout checked, no checksum (the disk tier's
 // startup scan). Same errors as DecodeBlock, minus DataLoss.
 Result<BlockRecord> DecodeBlockHeader(const BlockLayout& expect, std::span<const uint8_t> bytes);
+
+// What a record's header says about its writer, checked only for magic,
+// version and a known KV type: a reader that converts between KV types
+// (kv/block_convert.h) rebuilds the writer's layout from these and then
+// decodes with DecodeBlock as usual. InvalidArgument on a short or foreign
+// header.
+struct BlockOrigin {
+  uint64_t model_fingerprint = 0;
+  kernels::KvType type = kernels::KvType::kF16;
+  int32_t block_size = 0;
+  int64_t record_bytes = 0;  // the whole record as its header sizes it (header + payload + checksum)
+};
+Result<BlockOrigin> PeekBlockOrigin(std::span<const uint8_t> bytes);
 
 }  // namespace pagoda::kv

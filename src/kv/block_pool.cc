@@ -46,6 +46,13 @@ int64_t Layout(const BlockPoolOptions& o, std::vector<int64_t>* k_offset, std::v
 
 int64_t BlockPool::BlockBytes(const BlockPoolOptions& options) { return Layout(options, nullptr, nullptr); }
 
+BlockRegions BlockPool::Regions(const BlockPoolOptions& options) {
+  BlockRegions r;
+  r.block_bytes = Layout(options, &r.k_offset, &r.v_offset, &r.scale_offset);
+  if (r.block_bytes == 0) r = BlockRegions{};
+  return r;
+}
+
 Result<std::unique_ptr<BlockPool>> BlockPool::Create(const BlockPoolOptions& options) {
   auto pool = std::unique_ptr<BlockPool>(new BlockPool());
   const int64_t block_bytes =

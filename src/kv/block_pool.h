@@ -49,6 +49,16 @@ struct BlockPoolOptions {
   int64_t memory_bytes = 0;  // the pool gets memory_bytes / block_bytes blocks
 };
 
+// Where a block's regions lie (bytes from the block start), as a pool with
+// these options lays them out: what a copy outside the pool (conversion of
+// a block record to another KV type, kv/block_convert.h) reads and writes.
+struct BlockRegions {
+  std::vector<int64_t> k_offset;      // per layer
+  std::vector<int64_t> v_offset;      // per layer
+  std::vector<int64_t> scale_offset;  // per layer, scaled types only: K scales then V scales
+  int64_t block_bytes = 0;            // 0: the options are invalid
+};
+
 class BlockPool {
  public:
   // Errors: InvalidArgument (bad widths or block size, budget below one
@@ -56,6 +66,7 @@ class BlockPool {
   static Result<std::unique_ptr<BlockPool>> Create(const BlockPoolOptions& options);
   // Bytes one block takes with these options (sizing a budget); 0 if invalid.
   static int64_t BlockBytes(const BlockPoolOptions& options);
+  static BlockRegions Regions(const BlockPoolOptions& options);
   ~BlockPool();
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;

@@ -1,6 +1,6 @@
 // TierEvent: a block entering or leaving one of the KV offload tiers
 // (docs/KV_OFFLOAD.md), as the engine reports it in its KV events with the
-// tier's medium ("DISK", "REDIS"; vLLM's `medium` field, docs/KV_EVENTS.md),
+// tier's medium ("CPU", "DISK", "REDIS"; vLLM's `medium` field, docs/KV_EVENTS.md),
 // so a router can credit blocks a replica keeps below its pool.
 #pragma once
 
@@ -15,9 +15,12 @@ namespace pagoda::kv {
 
 inline constexpr std::string_view kMediumDisk = "DISK";
 inline constexpr std::string_view kMediumRedis = "REDIS";
+inline constexpr std::string_view kMediumCpu = "CPU";
 
-// The medium of a tier by its KvTier::name() ("disk", "redis").
-inline std::string_view MediumOfTier(std::string_view name) { return name == "redis" ? kMediumRedis : kMediumDisk; }
+// The medium of a tier by its KvTier::name() ("memory", "disk", "redis").
+inline std::string_view MediumOfTier(std::string_view name) {
+  return name == "redis" ? kMediumRedis : name == "memory" ? kMediumCpu : kMediumDisk;
+}
 
 struct TierEvent {
   enum class Kind : uint8_t { kStored, kRemoved };

@@ -46,14 +46,20 @@ Result<std::unique_ptr<PagedKvCache>> PagedKvCache::Create(const KvCacheSpec& sp
   cache->n_ctx_ = options.n_ctx;
   cache->pool_ = std::move(pool);
   cache->prefix_ = std::make_unique<kv::PrefixCache>(*cache->pool_, options.prefix_caching);
-  if (!options.offload_dir.empty() || !options.offload_redis_url.empty()) {
+  cache->layout_.model_fingerprint = options.model_fingerprint;
+  cache->layout_.layers = po.layers;
+  cache->layout_.type = po.type;
+  cache->layout_.block_size = po.block_size;
+  cache->layout_.block_bytes = cache->pool_->block_bytes();
+  if (!options.offload_dir.empty() || !options.offload_redis_url.empty() || options.offload_memory_bytes > 0) {
     if (!options.prefix_caching) return InvalidArgument("the KV offload tiers need prefix caching");
-    kv::BlockLayout layout;
-    layout.model_fingerprint = options.model_fingerprint;
-    layout.layers = po.layers;
-    layout.type = po.type;
-    layout.block_size = po.block_size;
-    layout.block_bytes = cache->pool_->block_bytes();
+    const kv::BlockLayout& layout = cache->layout_;
+    if (options.offload_memory_bytes > 0) {
+      auto memory = kv::MemoryTier::Open(kv::MemoryTierOptions{options.offload_memory_bytes, layout});
+      if (!memory.ok()) return memory.status().WithContext("KV offload memory tier");
+      cache->memory_ = std::move(memory).value();
+      cache->tiers_.push_back(cache->memory_.get());
+    }
     if (!options.offload_dir.empty()) {
       kv::DiskTierOptions d;
       d.dir = options.offload_dir;
@@ -344,6 +350,19 @@ int32_t PagedKvCache::AdoptPrefix(int32_t seq, std::span<const int32_t> tokens, 
   return s.length;
 }
 
+int32_t PagedKvCache::ExportBlocks(int32_t seq, int32_t from, std::span<const int32_t> tokens, std::string_view salt,
+                                   kv::BlockSink& sink) {
+  const Sequence& s = seqs_[CheckedSeq(seq)];
+  const int32_t bs = block_size();
+  const auto n = static_cast<int32_t>(s.hashes.size());
+  int32_t i = std::max(from, 0);
+  for (; i < n && int64_t{i + 1} * bs <= static_cast<int64_t>(tokens.size()); ++i) {
+    const kv::BlockHash parent = i == 0 ? prefix_->hasher().Root(salt) : s.hashes[i - 1];
+    sink.OnBlock(s.hashes[i], parent, tokens.subspan(static_cast<size_t>(i) * bs, bs), pool_->data(s.table[i]));
+  }
+  return i;
+}
+
 bool PagedKvCache::Offload(const kv::EvictedBlock& e, bool wait) {
   // The tokens must hash to the block (a block registered without its
   // tokens is not offered).
@@ -383,7 +402,11 @@ int32_t PagedKvCache::OffloadCachedBlocks() {
   kv::EvictedBlock e;
   for (kv::BlockId b = 0; b < pool_->n_blocks(); ++b) {
     if (!prefix_->Describe(b, &e)) continue;
-    if (std::all_of(tiers_.begin(), tiers_.end(), [&](const kv::KvTier* t) { return t->Contains(e.hash); })) continue;
+    if (std::all_of(tiers_.begin(), tiers_.end(), [&](const kv::KvTier* t) {
+          return t == memory_.get() || t->Contains(e.hash);  // the memory tier ends with the process
+        })) {
+      continue;
+    }
     n += Offload(e, /*wait=*/true);
   }
   return n;

@@ -20,7 +20,9 @@
 #include "kv/block_pool.h"
 #include "kv/block_table.h"
 #include "kv/disk_tier.h"
+#include "kv/block_sink.h"
 #include "kv/kv_tier.h"
+#include "kv/memory_tier.h"
 #include "kv/tier_event.h"
 #include "kv/tier_loader.h"
 #include "kv/integrity_tracker.h"
@@ -49,6 +51,9 @@ struct PagedKvCacheOptions {
   // (redis://...), where every replica of the model finds them. Empty: none.
   std::string offload_redis_url;
   int64_t offload_redis_ttl_ms = 24 * 3'600'000;
+  // Host-memory tier (kv/memory_tier.h), searched first: evicted blocks,
+  // and the blocks a prefill replica transfers here. 0: none.
+  int64_t offload_memory_bytes = 0;
   uint64_t model_fingerprint = 0;
 };
 
@@ -122,8 +127,20 @@ class PagedKvCache final : public KvCache {
   // The disk tier, or null.
   const kv::DiskTier* disk_tier() const { return disk_.get(); }
   kv::DiskTier* disk_tier() { return disk_.get(); }
-  // Every offload tier, searched in this order: disk, then Redis.
+  // The memory tier, or null (thread-safe itself: the KV transfer receiver
+  // inserts into it from its own threads).
+  kv::MemoryTier* memory_tier() const { return memory_.get(); }
+  // Every offload tier, searched in this order: memory, disk, then Redis.
   const std::vector<kv::KvTier*>& tiers() const { return tiers_; }
+  // What a record of one of this cache's blocks says about it (the tiers'
+  // layout; model_fingerprint as the options gave it).
+  const kv::BlockLayout& block_layout() const { return layout_; }
+  // Hands the sequence's registered (CommitBlocks) or adopted blocks from
+  // index `from` on to `sink`, in chain order, as far as full blocks of
+  // `tokens` reach; returns the index after the last one handed. `salt` as
+  // CommitBlocks had it.
+  int32_t ExportBlocks(int32_t seq, int32_t from, std::span<const int32_t> tokens, std::string_view salt,
+                       kv::BlockSink& sink);
   const KvOffloadStats& offload_stats() const { return offload_stats_; }
   // Loading a prefix from the offload tiers ahead of admission (a loader
   // thread, kv/tier_loader.h): kNotNeeded when no tier holds the block after
@@ -207,6 +224,8 @@ class PagedKvCache final : public KvCache {
   int32_t n_ctx_ = 0;
   std::unique_ptr<kv::BlockPool> pool_;
   std::unique_ptr<kv::PrefixCache> prefix_;
+  kv::BlockLayout layout_;
+  std::unique_ptr<kv::MemoryTier> memory_;
   std::unique_ptr<kv::DiskTier> disk_;
   std::unique_ptr<kv::KvTier> redis_;
   std::vector<kv::KvTier*> tiers_;

@@ -5,6 +5,7 @@
 
 #include "api/api_error.h"
 #include "server/error_mapping.h"
+#include "server/kv_transfer_leg.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -52,7 +53,23 @@ void MergeDelta(api::ChatDelta* into, api::ChatDelta&& more) {
 void GenerationJob::Start(ServeContext& ctx, std::vector<EngineRequest> requests, JobSpec spec,
                           std::unique_ptr<ResponseFormat> format, std::shared_ptr<http::ResponseWriter> writer) {
   for (auto& r : requests) spec.tenant.ApplyTo(r);
+  std::shared_ptr<kvtransfer::KvTransferSender> sender;
+  if (spec.kv_transfer && spec.kv_transfer->do_remote_decode) {
+    api::GenerationOptions shape;
+    shape.stream = spec.stream;
+    shape.n = spec.n;
+    auto started = requests.empty() ? api::ApiResult<std::shared_ptr<kvtransfer::KvTransferSender>>(
+                                          api::InvalidValue("kv_transfer_params", "no prompt"))
+                                    : StartPrefillLeg(ctx, *spec.kv_transfer, shape, requests.size(), requests[0]);
+    if (!started.ok()) {
+      if (spec.on_finish) spec.on_finish(JobOutcome{.failed = true});
+      writer->Respond(ErrorResponse(started.error()));
+      return;
+    }
+    sender = std::move(started).value();
+  }
   auto job = std::make_shared<GenerationJob>(ctx, std::move(spec), std::move(format), std::move(writer));
+  job->kv_sender_ = std::move(sender);
   const auto arrival = std::chrono::steady_clock::now();
   for (auto& r : requests) {
     if (ctx.request_timeout.count() > 0) r.deadline = arrival + ctx.request_timeout;
@@ -326,7 +343,20 @@ void GenerationJob::Complete() {
     if (c->parser) o.message = c->parser->message();
     out.push_back(std::move(o));
   }
-  writer_->Respond(WithHeaders(http::Response::Json(200, format_->Body(out, usage))));
+  std::string body = format_->Body(out, usage);
+  if (kv_sender_) {
+    // A prefill leg answers once the decode replica has the blocks (or the
+    // transfer failed); the sender's thread answers, the pump goes on.
+    std::shared_ptr<kvtransfer::KvTransferSender> sender = std::move(kv_sender_);
+    sender->FinishAsync([&ctx = ctx_, writer = writer_, headers = spec_.response_headers, body = std::move(body),
+                         id = spec_.kv_transfer->transfer_id](const kvtransfer::KvTransferResult& r) {
+      http::Response resp = http::Response::Json(200, WithTransferResult(ctx, body, id, r));
+      for (const auto& [name, value] : headers.fields()) resp.headers.Set(name, value);
+      writer->Respond(std::move(resp));
+    });
+    return;
+  }
+  writer_->Respond(WithHeaders(http::Response::Json(200, std::move(body))));
 }
 
 }  // namespace pagoda::server

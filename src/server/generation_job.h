@@ -20,12 +20,14 @@
 #include <vector>
 
 #include "api/api_error.h"
+#include "api/generation_options.h"
 #include "api/chat_response.h"
 #include "api/response_common.h"
 #include "chat/output_parser.h"
 #include "engine/engine_request.h"
 #include "engine/request_channel.h"
 #include "http/response_writer.h"
+#include "kvtransfer/kv_transfer_sender.h"
 #include "server/serve_context.h"
 #include "server/stop_matcher.h"
 #include "server/tenant_resolver.h"
@@ -103,6 +105,9 @@ struct JobSpec {
   // On every response the job sends, streamed or not, error or not: the
   // control plane's x-ratelimit-* for the admitted request (request_admission.h).
   http::Headers response_headers;
+  // kv_transfer_params of a prefill leg (kv_transfer_leg.h); Start starts
+  // the transfer when do_remote_decode is set.
+  std::optional<api::KvTransferParams> kv_transfer;
 };
 
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
@@ -142,6 +147,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   const JobSpec spec_;
   std::unique_ptr<ResponseFormat> format_;
   std::shared_ptr<http::ResponseWriter> writer_;
+  std::shared_ptr<kvtransfer::KvTransferSender> kv_sender_;  // a prefill leg's transfer
   std::vector<RequestHandle> handles_;  // one per prompt; fixed after Start
   std::vector<std::unique_ptr<Choice>> choices_;
   std::vector<int64_t> prompt_tokens_;  // per prompt

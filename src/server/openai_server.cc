@@ -5,6 +5,7 @@
 #include "control/admin_routes.h"
 #include "http/auth.h"
 #include "http/server.h"
+#include "kvtransfer/kv_transfer_receiver.h"
 #include "sampling/grammar/token_matcher.h"
 #include "server/event_pump.h"
 #include "server/request_admission.h"
@@ -24,6 +25,10 @@ struct OpenAiServer::State {
   grammar::GrammarCache grammar_cache;
   tenancy::ReplayCache tenant_replay;
   std::unique_ptr<Engine> engine;
+  // KV transfers into the engine's memory tier: destroyed before the engine.
+  std::unique_ptr<kvtransfer::TransferInbox> kv_inbox;
+  kvtransfer::KvTransferReceiverOptions kv_receiver_options;
+  std::unique_ptr<kvtransfer::KvTransferReceiver> kv_receiver;
   std::unique_ptr<http::Server> http;
   // Destroyed first: its runner sends lines through the routes above.
   std::unique_ptr<batch::BatchService> batch;
@@ -54,6 +59,23 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
   if (!engine.grammar_vocab) engine.grammar_vocab = grammar::TokenVocabIndex::Build(tokenizer);
   auto eng = Engine::Create(model, engine);
   if (!eng.ok()) return eng.status();
+  // Prefill/decode roles: checked before anything else starts.
+  if (options.role == ServeRole::kDecode && options.kv_transfer_listen.empty()) {
+    return InvalidArgument("--role decode receives KV transfers: give it --kv-transfer-listen HOST:PORT");
+  }
+  kv::MemoryTier* kv_tier = (*eng)->kv_memory_tier();
+  kvtransfer::HostPort kv_listen;
+  if (!options.kv_transfer_listen.empty()) {
+    if (options.role == ServeRole::kPrefill) {
+      return InvalidArgument("--kv-transfer-listen receives KV for decoding; a --role prefill replica does not");
+    }
+    if (kv_tier == nullptr) {
+      return InvalidArgument("receiving KV transfers needs the memory tier (--kv-offload memory=SIZE)");
+    }
+    auto at = kvtransfer::ParseHostPort(options.kv_transfer_listen);
+    if (!at.ok()) return at.status().WithContext("--kv-transfer-listen");
+    kv_listen = *at;
+  }
 
   std::unique_ptr<OpenAiServer> server(new OpenAiServer());
   server->state_ = std::make_unique<State>();
@@ -84,6 +106,18 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
   ctx.pump = &st.pump;
   ctx.tenant_secret = options.tenant_secret;
   ctx.tenant_replay = &st.tenant_replay;
+  ctx.role = options.role;
+  ctx.kv_transfer_timeout = options.kv_transfer_timeout;
+  ctx.kv_transfer_fingerprint =
+      options.kv_transfer_fingerprint != 0 ? options.kv_transfer_fingerprint : engine.model_fingerprint;
+  if (!options.kv_transfer_listen.empty()) {
+    std::vector<uint64_t> accepted = {kv_tier->layout().model_fingerprint};
+    if (ctx.kv_transfer_fingerprint != accepted[0]) accepted.push_back(ctx.kv_transfer_fingerprint);
+    st.kv_inbox = std::make_unique<kvtransfer::TransferInbox>(*kv_tier, std::move(accepted));
+    st.kv_receiver_options.listen = kv_listen;
+    st.kv_receiver_options.idle_timeout = options.kv_transfer_timeout;
+    ctx.kv_inbox = st.kv_inbox.get();
+  }
 
   http::Router router;
   AddChatRoutes(router, ctx);
@@ -153,6 +187,14 @@ Status OpenAiServer::Start() {
   State& st = *state_;
   st.engine->Start();
   st.started = true;
+  if (st.kv_inbox) {
+    auto receiver = kvtransfer::KvTransferReceiver::Start(st.kv_receiver_options, *st.kv_inbox);
+    if (!receiver.ok()) {
+      StopBackend();
+      return receiver.status().WithContext("--kv-transfer-listen");
+    }
+    st.kv_receiver = std::move(receiver).value();
+  }
   st.ctx.ready.store(true);
   Status s = st.http->Start();
   if (!s.ok()) {
@@ -165,6 +207,10 @@ Status OpenAiServer::Start() {
 }
 
 uint16_t OpenAiServer::port() const { return state_->http->port(); }
+
+uint16_t OpenAiServer::kv_transfer_port() const {
+  return state_->kv_receiver ? state_->kv_receiver->port() : 0;
+}
 
 void OpenAiServer::RunUntilSignal() {
   http::Server& http = *state_->http;
@@ -186,7 +232,7 @@ void OpenAiServer::Shutdown(std::chrono::milliseconds deadline) {
   if (st.batch) st.batch->Stop(deadline);
   // The HTTP server waits for the streams in flight; the engine keeps running
   // them meanwhile. At the deadline the rest are cancelled.
-  st.http->Shutdown(deadline);
+  if (st.http) st.http->Shutdown(deadline);
   StopBackend();
 }
 
@@ -195,6 +241,7 @@ void OpenAiServer::StopBackend() {
   if (st.stopped) return;
   st.stopped = true;
   if (st.batch) st.batch->Stop(std::chrono::milliseconds(0));
+  if (st.kv_receiver) st.kv_receiver->Stop();
   st.engine->Stop(std::chrono::milliseconds(0));
   st.pump.Stop();
 }

@@ -19,6 +19,7 @@
 
 #include "batch/batch_service.h"
 #include "control/control_plane.h"
+#include "server/serve_context.h"
 
 namespace pagoda::server {
 
@@ -54,6 +55,15 @@ struct ServeOptions {
   // control plane's store (--db) or else in <batch_data_dir>/batch.db.
   std::string batch_data_dir;
   batch::BatchOptions batch;
+  // Prefill/decode disaggregation (docs/KV_OFFLOAD.md): the role; where KV
+  // transfers are received ("host:port"; "": not received; needs the
+  // engine's memory tier); how long a transfer may stall; and the
+  // weights-only model fingerprint stamped on blocks sent and accepted (with
+  // the engine's own) on blocks received.
+  ServeRole role = ServeRole::kBoth;
+  std::string kv_transfer_listen;
+  std::chrono::milliseconds kv_transfer_timeout{10'000};
+  uint64_t kv_transfer_fingerprint = 0;
 };
 
 class OpenAiServer {
@@ -71,6 +81,8 @@ class OpenAiServer {
   // Starts the engine loop, then listens. Error: the address cannot be bound.
   Status Start();
   uint16_t port() const;
+  // The KV transfer listener's port (0 when not listening).
+  uint16_t kv_transfer_port() const;
   // Tokens the KV cache holds (all blocks), known from Create on.
   int64_t kv_capacity_tokens() const { return kv_capacity_tokens_; }
 

@@ -101,6 +101,7 @@ void HandleChat(ServeContext& ctx, const http::Request& request, std::shared_ptr
   requests.back().constraint = std::move(constraint).value();
   JobSpec spec;
   spec.stream = o.stream;
+  spec.kv_transfer = o.kv_transfer;
   spec.logprobs = req->logprobs;
   spec.stop = o.stop;
   spec.n = o.n;

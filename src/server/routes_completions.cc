@@ -77,6 +77,7 @@ void HandleCompletion(ServeContext& ctx, const http::Request& request, std::shar
   std::vector<EngineRequest> requests;
   JobSpec spec;
   spec.stream = o.stream;
+  spec.kv_transfer = o.kv_transfer;
   spec.logprobs = logprobs;
   spec.stop = o.stop;
   spec.n = o.n;

@@ -1,5 +1,6 @@
 // GET /metrics: the engine's stats, the HTTP server's, the control plane's
 // and the batch service's, as Prometheus text.
+#include "server/kv_transfer_leg.h"
 #include "server/metrics_text.h"
 #include "server/routes.h"
 
@@ -11,7 +12,8 @@ void AddMetricsRoutes(http::Router& router, ServeContext& ctx) {
                    200, RenderPrometheus(ctx.engine->stats(), ctx.model_id) +
                             (ctx.http != nullptr ? RenderPrometheus(ctx.http->stats(), ctx.model_id) : std::string()) +
                             (ctx.control != nullptr ? ctx.control->RenderMetrics() : std::string()) +
-                            (ctx.batch != nullptr ? ctx.batch->RenderMetrics() : std::string()));
+                            (ctx.batch != nullptr ? ctx.batch->RenderMetrics() : std::string()) +
+                            RenderKvTransferMetrics(ctx));
                r.content_type = "text/plain; version=0.0.4; charset=utf-8";
                return r;
              }));

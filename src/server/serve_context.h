@@ -18,12 +18,29 @@
 #include "chat/prompt_encoding.h"
 #include "engine/engine.h"
 #include "http/server.h"
+#include "kvtransfer/transfer_inbox.h"
 #include "sampling/grammar/grammar_cache.h"
 #include "server/event_pump.h"
 #include "tenancy/signed_headers.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
+
+// `pagoda serve --role` (docs/KV_OFFLOAD.md, "Prefill/decode
+// disaggregation"): which leg of a disaggregated request a replica takes.
+// Every role also serves ordinary requests (the gateway's fallback).
+enum class ServeRole : uint8_t {
+  kBoth,     // either leg
+  kPrefill,  // computes prompts and sends their KV (kv_transfer_params.do_remote_decode)
+  kDecode,   // receives KV (--kv-transfer-listen); refuses prefill legs
+};
+const char* ServeRoleName(ServeRole r);
+
+// What this replica's prefill legs sent (/metrics).
+struct KvTransferSendStats {
+  std::atomic<int64_t> ok{0}, failed{0}, blocks{0}, bytes{0};
+  std::atomic<int64_t> nanos{0};
+};
 
 struct ServeContext {
   Engine* engine = nullptr;
@@ -57,6 +74,16 @@ struct ServeContext {
   // The HTTP server, for its counters on /metrics (set once it exists; null before).
   const http::Server* http = nullptr;
   std::atomic<bool> ready{false};  // the engine loop runs (health)
+  // Prefill/decode disaggregation: the role, the fingerprint transferred
+  // blocks carry (the weights alone: model/model_fingerprint.h without the
+  // decode weights), how long a transfer may stall, what was sent, and the
+  // receiving side's inbox (decode and both roles with
+  // --kv-transfer-listen; null otherwise).
+  ServeRole role = ServeRole::kBoth;
+  uint64_t kv_transfer_fingerprint = 0;
+  std::chrono::milliseconds kv_transfer_timeout{10'000};
+  KvTransferSendStats kv_transfer_sent;
+  const kvtransfer::TransferInbox* kv_inbox = nullptr;
 };
 
 }  // namespace pagoda::server

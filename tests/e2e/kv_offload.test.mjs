@@ -255,7 +255,7 @@ test('Redis tier: a second replica serves the returning prompt from the shared s
 test('bad --kv-offload flags are refused with a clear message', async () => {
   const cases = [
     [['--kv-offload', 'disk=64MiB'], /needs --kv-offload-dir/],
-    [['--kv-offload', 'tape=1GiB', '--kv-offload-dir', '/tmp/x'], /expected disk=SIZE/],
+    [['--kv-offload', 'tape=1GiB', '--kv-offload-dir', '/tmp/x'], /expected memory=SIZE, disk=SIZE/],
     [['--kv-offload', 'disk=1GiB,disk=2GiB', '--kv-offload-dir', '/tmp/x'], /each once/],
     [['--kv-offload-dir', '/tmp/x'], /needs --kv-offload disk=SIZE/],
     [['--kv-offload', 'redis=http://127.0.0.1:1'], /bad Redis URL/],

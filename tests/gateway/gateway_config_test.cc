@@ -96,14 +96,16 @@ TEST(GatewayConfigTest, ParsesEveryTable) {
   EXPECT_TRUE(c->aliases[1].self_hosted_only);
 }
 
-// Replaces the first occurrence of `from` in kGood with `to`.
-std::string Edit(const std::string& from, const std::string& to) {
-  std::string s = kGood;
+// `s` with the first occurrence of `from` replaced by `to`.
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
   const size_t pos = s.find(from);
   EXPECT_NE(pos, std::string::npos) << from;
   if (pos != std::string::npos) s.replace(pos, from.size(), to);
   return s;
 }
+
+// kGood with the first occurrence of `from` replaced by `to`.
+std::string Edit(const std::string& from, const std::string& to) { return Replace(kGood, from, to); }
 
 struct BadCase {
   const char* name;
@@ -153,8 +155,9 @@ std::vector<BadCase> BadCases() {
   };
 }
 
-TEST(GatewayConfigTest, EveryErrorNamesItsLine) {
-  for (const BadCase& bc : BadCases()) {
+// Each case is refused with its marker's line and its problem.
+void ExpectErrorsNameTheirLines(const std::vector<BadCase>& cases) {
+  for (const BadCase& bc : cases) {
     auto c = ParseGatewayConfig(bc.text, "gw.toml");
     EXPECT_FALSE(c.ok()) << bc.name;
     if (c.ok()) continue;
@@ -165,6 +168,8 @@ TEST(GatewayConfigTest, EveryErrorNamesItsLine) {
     EXPECT_NE(msg.find(bc.problem), std::string::npos) << bc.name << ": " << msg;
   }
 }
+
+TEST(GatewayConfigTest, EveryErrorNamesItsLine) { ExpectErrorsNameTheirLines(BadCases()); }
 
 TEST(GatewayConfigTest, DuplicateNameErrorNamesTheSecondAlias) {
   // The reference: the line of the second alias's name.
@@ -307,13 +312,7 @@ TEST(GatewayConfigTest, ParsesCapacitySchedules) {
 }
 
 TEST(GatewayConfigTest, ScheduleErrorsNameTheirLineAndField) {
-  auto edit = [](const std::string& from, const std::string& to) {
-    std::string s = kScheduled;
-    const size_t pos = s.find(from);
-    EXPECT_NE(pos, std::string::npos) << from;
-    if (pos != std::string::npos) s.replace(pos, from.size(), to);
-    return s;
-  };
+  auto edit = [](const std::string& from, const std::string& to) { return Replace(kScheduled, from, to); };
   const std::vector<BadCase> cases = {
       {"bad_start", edit("start = \"08:00\"", "start = \"8:00\""), "start = \"8:00\"",
        "model 'm@v1' schedule window.start: '8:00' is not HH:MM"},
@@ -335,15 +334,82 @@ TEST(GatewayConfigTest, ScheduleErrorsNameTheirLineAndField) {
                      "[models.deployments.schedule]\ntime_zone = \"UTC\"\n",
        "[models.deployments.schedule]", "no [[models.deployments.schedule.windows]]"},
   };
-  for (const BadCase& bc : cases) {
-    auto c = ParseGatewayConfig(bc.text, "gw.toml");
-    EXPECT_FALSE(c.ok()) << bc.name;
-    if (c.ok()) continue;
-    const std::string& msg = c.status().message();
-    const std::string want = "gw.toml:" + std::to_string(LineOf(bc.text, bc.marker)) + ":";
-    EXPECT_EQ(msg.rfind(want, 0), 0u) << bc.name << ": " << msg << " (want prefix " << want << ")";
-    EXPECT_NE(msg.find(bc.problem), std::string::npos) << bc.name << ": " << msg;
-  }
+  ExpectErrorsNameTheirLines(cases);
+}
+
+const char* kDisaggregated = R"(
+[[models]]
+name = "m"
+pd_threshold_tokens = 512
+pd_prefill_timeout_ms = 5000
+[[models.deployments]]
+version = "v1"
+[[models.deployments.replicas]]
+url = "http://127.0.0.1:8001"
+name = "p1"
+role = "prefill"
+[[models.deployments.replicas]]
+url = "http://127.0.0.1:8002"
+name = "d1"
+role = "decode"
+kv_transfer = "10.0.0.2:7100"
+[[models.deployments.replicas]]
+url = "http://127.0.0.1:8003"
+name = "b1"
+role = "both"
+)";
+
+TEST(GatewayConfigTest, ParsesReplicaRolesAndDisaggregationKeys) {
+  auto c = ParseGatewayConfig(kDisaggregated);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const ModelConfig& m = c->models[0];
+  EXPECT_EQ(m.pd_threshold_tokens, 512);
+  EXPECT_EQ(m.pd_prefill_timeout_ms, 5000);
+  const auto& rs = m.deployments[0].replicas;
+  EXPECT_EQ(rs[0].role, ReplicaRole::kPrefill);
+  EXPECT_EQ(rs[1].role, ReplicaRole::kDecode);
+  EXPECT_EQ(rs[1].kv_transfer, "10.0.0.2:7100");
+  EXPECT_EQ(rs[2].role, ReplicaRole::kBoth);
+  EXPECT_EQ(rs[2].kv_transfer, "");  // a both replica without kv_transfer only serves colocated
+  // Defaults: every replica both, threshold 256 tokens, 30 s per prefill leg.
+  auto d = ParseGatewayConfig(kGood);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->models[0].pd_threshold_tokens, 256);
+  EXPECT_EQ(d->models[0].pd_prefill_timeout_ms, 30000);
+  EXPECT_EQ(d->models[0].deployments[1].replicas[0].role, ReplicaRole::kBoth);
+  // A decode replica without prefill replicas beside it needs no kv_transfer.
+  auto plain = ParseGatewayConfig(
+      "[[models]]\nname = \"m\"\n[[models.deployments]]\nversion = \"a\"\n[[models.deployments.replicas]]\n"
+      "url = \"http://localhost:1\"\nrole = \"decode\"\n");
+  EXPECT_TRUE(plain.ok()) << plain.status().message();
+}
+
+TEST(GatewayConfigTest, DisaggregationErrorsNameTheirLine) {
+  auto edit = [](const std::string& from, const std::string& to) { return Replace(kDisaggregated, from, to); };
+  const std::vector<BadCase> cases = {
+      {"unknown_role", edit("role = \"both\"", "role = \"encode\""), "role = \"encode\"",
+       "replica 'b1': role 'encode' is not prefill, decode or both"},
+      {"role_not_a_string", edit("role = \"both\"", "role = 2"), "role = 2", "role: expected a string"},
+      {"kv_transfer_with_scheme", edit("\"10.0.0.2:7100\"", "\"tcp://10.0.0.2:7100\""), "kv_transfer",
+       "kv_transfer 'tcp://10.0.0.2:7100': expected host:port"},
+      {"kv_transfer_without_port", edit("\"10.0.0.2:7100\"", "\"10.0.0.2\""), "kv_transfer", "expected host:port"},
+      {"kv_transfer_port_zero", edit("\"10.0.0.2:7100\"", "\"10.0.0.2:0\""), "kv_transfer", "expected host:port"},
+      {"kv_transfer_on_prefill", edit("role = \"prefill\"", "role = \"prefill\"\nkv_transfer = \"h:1\""),
+       "kv_transfer = \"h:1\"", "a prefill replica receives no KV transfers"},
+      {"decode_without_kv_transfer", edit("kv_transfer = \"10.0.0.2:7100\"\n", ""),
+       "[[models.deployments.replicas]]\nurl = \"http://127.0.0.1:8002\"",
+       "replica 'd1': role \"decode\" needs kv_transfer = \"host:port\" (the deployment has prefill replicas)"},
+      {"only_prefill", "[[models]]\nname = \"m\"\n[[models.deployments]]\nversion = \"v1\"\n"
+                       "[[models.deployments.replicas]]\nurl = \"http://localhost:1\"\nrole = \"prefill\"\n",
+       "[[models.deployments]]", "every replica has role \"prefill\""},
+      {"nowhere_to_send", edit("role = \"decode\"\nkv_transfer = \"10.0.0.2:7100\"", "role = \"both\""),
+       "[[models.deployments]]", "no decode or both replica has kv_transfer"},
+      {"negative_threshold", edit("pd_threshold_tokens = 512", "pd_threshold_tokens = -1"), "pd_threshold_tokens",
+       "out of range"},
+      {"zero_timeout", edit("pd_prefill_timeout_ms = 5000", "pd_prefill_timeout_ms = 0"), "pd_prefill_timeout_ms",
+       "out of range"},
+  };
+  ExpectErrorsNameTheirLines(cases);
 }
 
 }  // namespace

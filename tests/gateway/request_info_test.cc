@@ -40,6 +40,17 @@ TEST(RequestInfoTest, ForcedUsageIsAddedToStreamsOnly) {
   EXPECT_EQ(RewriteModel(stream, "a"), stream);
 }
 
+TEST(RequestInfoTest, AClientsKvTransferParamsNeverReachAReplica) {
+  // Only the gateway's prefill leg may ask a replica to ship KV somewhere.
+  const std::string body =
+      R"({"model":"a","prompt":"x","kv_transfer_params":{"do_remote_decode":true,"remote_addr":"evil:1"}})";
+  for (const char* model : {"a", "b", ""}) {
+    const auto j = nlohmann::json::parse(RewriteUpstreamBody(body, model, false));
+    EXPECT_FALSE(j.contains("kv_transfer_params")) << model;
+    EXPECT_EQ(j["prompt"], "x");
+  }
+}
+
 TEST(RequestInfoTest, ClassComesFromTheHeaderElseTheServiceTierElseInteractive) {
   auto cls = [](const char* body, const char* header) {
     auto info = ParseRequestInfo(body);
