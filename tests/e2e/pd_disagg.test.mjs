@@ -203,6 +203,50 @@ test('faults: no listener, a stalled transfer, malformed streams', async () => {
   }
 });
 
+test('through pagoda gateway: the openai client gets the colocated answers; a dead prefill replica loses nothing', async () => {
+  const refs = await references(modelPath, ['--no-prefix-cache']);
+  const p = await pair(modelPath, [], modelPath, []);
+  const cfg = path.join(work, 'gateway.toml');
+  writeFileSync(cfg,
+    `[gateway]\nhealth_interval_ms = 200\nhealth_timeout_ms = 500\nfirst_byte_timeout_ms = 30000\n\n` +
+    `[[models]]\nname = "stories"\npolicy = "least_loaded"\nserved_model_name = "stories260K"\n` +
+    `tokenizer_gguf = "${modelPath}"\npd_threshold_tokens = 8\npd_prefill_timeout_ms = 5000\n` +
+    `[[models.deployments]]\nversion = "v1"\n` +
+    `[[models.deployments.replicas]]\nurl = "${p.prefill.base}"\nname = "prefill"\nrole = "prefill"\n` +
+    `[[models.deployments.replicas]]\nurl = "${p.decode.base}"\nname = "decode"\nrole = "decode"\n` +
+    `kv_transfer = "${p.kvAddr}"\n`);
+  const gw = await startGateway(bin, cfg);
+  try {
+    const client = new OpenAI({ baseURL: `${gw.base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
+    for (let i = 0; i < prompts.length; ++i) {
+      const raw = await client.completions.create(
+        { model: 'stories', prompt: prompts[i], max_tokens: kMax, temperature: 0, logprobs: 2 }).withResponse();
+      assert.equal(raw.response.headers.get('x-pagoda-prefill-replica'), 'prefill');
+      assert.equal(raw.response.headers.get('x-pagoda-replica'), 'decode');
+      assert.equal(raw.data.choices[0].text, refs[i].text, `gateway prompt ${i}`);
+      assert.equal(JSON.stringify(raw.data.choices[0].logprobs), refs[i].lp, `gateway prompt ${i} logprobs`);
+      assert.ok(raw.data.usage.prompt_tokens_details.cached_tokens >= 16, 'restored from the transfer');
+      // Streamed: the same text, chunk by chunk.
+      const stream = await client.completions.create(
+        { model: 'stories', prompt: prompts[i], max_tokens: kMax, temperature: 0, stream: true });
+      let text = '';
+      for await (const c of stream) text += c.choices[0]?.text ?? '';
+      assert.equal(text, refs[i].text, `gateway streamed prompt ${i}`);
+    }
+    assert.ok((await p.decode.metrics()).kv_transfer_received_blocks_total > 0);
+    // The prefill replica dies: requests still get the colocated answers (the decode replica prefills).
+    p.prefill.proc.kill('SIGKILL');
+    await sleep(300);
+    const got = await Promise.all(prompts.map(pr => client.completions.create(
+      { model: 'stories', prompt: pr, max_tokens: kMax, temperature: 0 })));
+    got.forEach((r, i) => assert.equal(r.choices[0].text, refs[i].text, `after the prefill replica died: ${i}`));
+  } finally {
+    await gw.stop();
+    await p.decode.stop();
+    await p.prefill.stop();
+  }
+});
+
 test('bad flags are refused', async () => {
   const cases = [[['--role', 'decode'], /kv-transfer-listen/],
                  [['--role', 'prefill', '--kv-transfer-listen', '127.0.0.1:1'], /prefill/],
