@@ -28,7 +28,8 @@ struct KvTransferReceiver::Impl {
   std::list<Conn> conns;  // guarded by mu
 
   void Serve(Conn& c) {
-    SocketReader reader(c.socket, options.idle_timeout);
+    SocketReader reader(c.socket, options.idle_timeout,
+                        std::chrono::steady_clock::now() + options.max_transfer_time);
     std::string id;
     const TransferAck ack = inbox->ReceiveStream(reader, &id);
     if (!ack.ok && !stopping.load()) {

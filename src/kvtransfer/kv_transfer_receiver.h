@@ -3,8 +3,9 @@
 // accepts; each connection is one transfer, read on a thread of its own
 // (at most max_connections at once; more are closed at once) through a
 // TransferInbox into the engine's memory tier, then acknowledged. A stream
-// that stalls longer than idle_timeout is dropped; Stop (and the
-// destructor) closes the listener and every open connection and joins.
+// that stalls longer than idle_timeout, or runs past max_transfer_time, is
+// dropped; Stop (and the destructor) closes the listener and every open
+// connection and joins.
 #pragma once
 
 #include <chrono>
@@ -21,6 +22,9 @@ struct KvTransferReceiverOptions {
   HostPort listen;  // port 0: any free port (tests)
   int max_connections = 16;
   std::chrono::milliseconds idle_timeout{10'000};
+  // The most one transfer may take, however it trickles (a peer sending a
+  // byte just inside every idle_timeout does not hold a slot forever).
+  std::chrono::milliseconds max_transfer_time{300'000};
 };
 
 class KvTransferReceiver {
