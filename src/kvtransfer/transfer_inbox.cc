@@ -23,7 +23,7 @@ TransferInbox::TransferInbox(kv::MemoryTier& tier, std::vector<uint64_t> accepte
   }
 }
 
-Status TransferInbox::Accept(std::vector<uint8_t>&& record) {
+Status TransferInbox::Accept(std::vector<uint8_t>&& record, const kv::BlockHash* parent, kv::BlockHash* hash) {
   const kv::BlockLayout& own = tier_.layout();
   PAGODA_ASSIGN_OR_RETURN(const kv::BlockOrigin origin, kv::PeekBlockOrigin(record));
   if (std::find(accepted_.begin(), accepted_.end(), origin.model_fingerprint) == accepted_.end()) {
@@ -40,6 +40,10 @@ Status TransferInbox::Accept(std::vector<uint8_t>&& record) {
   if (hasher.Next(rec.parent, rec.tokens) != rec.hash) {
     return InvalidArgument("KV transfer: a block whose hash is not its parent and tokens hashed");
   }
+  if (parent != nullptr && rec.parent != *parent) {
+    return InvalidArgument("KV transfer: a block that does not continue the previous one");
+  }
+  if (hash != nullptr) *hash = rec.hash;
   if (from.type == own.type && from.model_fingerprint == own.model_fingerprint) {
     return tier_.Insert(std::move(record));  // the common case: kept as received
   }
@@ -72,6 +76,7 @@ TransferAck TransferInbox::ReceiveStream(ByteReader& in, std::string* transfer_i
   if (!ValidTransferId(id)) return fail(InvalidArgument("KV transfer: bad transfer id"));
   if (transfer_id != nullptr) *transfer_id = id;
   uint32_t frames = 0;
+  kv::BlockHash previous;
   for (;;) {
     Result<uint8_t> kind = ReadU8(in);
     if (!kind.ok()) return fail(kind.status());
@@ -90,7 +95,7 @@ TransferAck TransferInbox::ReceiveStream(ByteReader& in, std::string* transfer_i
     if (Status st = in.ReadExact(record.data(), record.size()); !st.ok()) return fail(st);
     ++frames;
     counters_.bytes.fetch_add(*n, std::memory_order_relaxed);
-    if (Status st = Accept(std::move(record)); !st.ok()) {
+    if (Status st = Accept(std::move(record), frames > 1 ? &previous : nullptr, &previous); !st.ok()) {
       ++ack.refused;
       counters_.refused.fetch_add(1, std::memory_order_relaxed);
       return fail(st);

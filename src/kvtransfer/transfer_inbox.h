@@ -17,6 +17,7 @@
 
 #include "base/status.h"
 #include "kv/block_file.h"
+#include "kv/block_hash.h"
 #include "kv/memory_tier.h"
 #include "kvtransfer/transfer_protocol.h"
 
@@ -41,10 +42,12 @@ class TransferInbox {
 
   // The longest record any accepted writer can send (any KV type).
   int64_t max_record_bytes() const { return max_record_bytes_; }
-  // One record: verified, converted if needed, kept. Errors:
-  // FailedPrecondition (another model or layout), InvalidArgument /
-  // DataLoss (does not verify).
-  Status Accept(std::vector<uint8_t>&& record);
+  // One record: verified, converted if needed, kept. With `parent`, the
+  // record must continue that block (a stream's blocks form one chain);
+  // `hash` gets the record's hash. Errors: FailedPrecondition (another
+  // model or layout), InvalidArgument / DataLoss (does not verify, or
+  // breaks the chain).
+  Status Accept(std::vector<uint8_t>&& record, const kv::BlockHash* parent = nullptr, kv::BlockHash* hash = nullptr);
   // Reads one whole stream (header, frames, end) and returns the
   // acknowledgement to send back; stops at the first error (refused ack).
   // `transfer_id` gets the stream's id when it was readable.

@@ -358,6 +358,20 @@ TEST_F(TransferInboxTest, BlockWhoseHashIsNotItsParentAndTokensIsRefused) {
   EXPECT_NE(unsalted[0].hash, chain[0].hash);
 }
 
+TEST_F(TransferInboxTest, ABlockThatDoesNotContinueThePreviousOneIsRefused) {
+  const kv::BlockLayout l = TestLayout();
+  const std::vector<ChainBlock> a = MakeChain(l, 2, 9, "salt");
+  const std::vector<ChainBlock> b = MakeChain(l, 2, 10, "salt");
+  // b[1] is a valid record of its own chain, but not a continuation of a[0].
+  const TransferAck ack = Receive(Stream(l, {a[0], b[1]}));
+  EXPECT_FALSE(ack.ok);
+  EXPECT_EQ(ack.kept, 1u);
+  EXPECT_FALSE(tier_->Contains(b[1].hash));
+  // Each chain alone is fine.
+  EXPECT_TRUE(Receive(Stream(l, a)).ok);
+  EXPECT_TRUE(Receive(Stream(l, b)).ok);
+}
+
 TEST_F(TransferInboxTest, AStreamLargerThanTheTierKeepsTheLatestBlocks) {
   const kv::BlockLayout l = TestLayout();
   Open(l, /*max_records=*/2);
