@@ -55,12 +55,7 @@ void GenerationJob::Start(ServeContext& ctx, std::vector<EngineRequest> requests
   for (auto& r : requests) spec.tenant.ApplyTo(r);
   std::shared_ptr<kvtransfer::KvTransferSender> sender;
   if (spec.kv_transfer && spec.kv_transfer->do_remote_decode) {
-    api::GenerationOptions shape;
-    shape.stream = spec.stream;
-    shape.n = spec.n;
-    auto started = requests.empty() ? api::ApiResult<std::shared_ptr<kvtransfer::KvTransferSender>>(
-                                          api::InvalidValue("kv_transfer_params", "no prompt"))
-                                    : StartPrefillLeg(ctx, *spec.kv_transfer, shape, requests.size(), requests[0]);
+    auto started = StartPrefillLeg(ctx, *spec.kv_transfer, spec.stream, spec.n, requests);
     if (!started.ok()) {
       if (spec.on_finish) spec.on_finish(JobOutcome{.failed = true});
       writer->Respond(ErrorResponse(started.error()));

@@ -1,11 +1,9 @@
 #include "server/kv_transfer_leg.h"
 
 #include <chrono>
-#include <cstdio>
 
 #include <nlohmann/json.hpp>
 
-#include "base/prometheus_text.h"
 #include "kvtransfer/socket_io.h"
 
 namespace pagoda::server {
@@ -29,10 +27,10 @@ api::ApiError LegError(const std::string& message) {
 
 api::ApiResult<std::shared_ptr<kvtransfer::KvTransferSender>> StartPrefillLeg(ServeContext& ctx,
                                                                             const api::KvTransferParams& params,
-                                                                            const api::GenerationOptions& options,
-                                                                            size_t n_prompts, EngineRequest& request) {
+                                                                            bool stream, int n,
+                                                                            std::span<EngineRequest> requests) {
   if (ctx.role == ServeRole::kDecode) return LegError("this replica's role is decode; it does not run prefill legs.");
-  if (options.stream || options.n != 1 || n_prompts != 1) {
+  if (stream || n != 1 || requests.size() != 1) {
     return LegError("a prefill leg has one prompt, n = 1 and stream = false.");
   }
   auto to = kvtransfer::ParseHostPort(params.remote_addr);
@@ -48,8 +46,8 @@ api::ApiResult<std::shared_ptr<kvtransfer::KvTransferSender>> StartPrefillLeg(Se
   so.timeout = ctx.kv_transfer_timeout;
   auto sender = kvtransfer::KvTransferSender::Start(so);
   if (!sender.ok()) return LegError(sender.status().message());
-  request.max_tokens = 1;  // the decode replica generates; one token ends the prefill
-  request.kv_export = *sender;
+  requests[0].max_tokens = 1;  // the decode replica generates; one token ends the prefill
+  requests[0].kv_export = *sender;
   return std::move(sender).value();
 }
 
@@ -71,47 +69,6 @@ std::string WithTransferResult(ServeContext& ctx, const std::string& body, const
   if (!result.status.ok()) p["error"] = result.status.message();
   j["kv_transfer_params"] = std::move(p);
   return j.dump();
-}
-
-std::string RenderKvTransferMetrics(const ServeContext& ctx) {
-  const std::string labels = "model_name=\"" + PromLabel(ctx.model_id) + "\"";
-  std::string out;
-  auto line = [&](const char* name, const char* type, const char* help, const std::string& extra, double v) {
-    char value[64];
-    std::snprintf(value, sizeof value, "%.17g", v);
-    out += std::string("# HELP pagoda:") + name + " " + help + "\n# TYPE pagoda:" + name + " " + type + "\n";
-    out += std::string("pagoda:") + name + "{" + labels + extra + "} " + value + "\n";
-  };
-  line("serve_role", "gauge", "This replica's --role (prefill, decode or both) as a label; always 1.",
-       std::string(",role=\"") + ServeRoleName(ctx.role) + "\"", 1);
-  const KvTransferSendStats& s = ctx.kv_transfer_sent;
-  out += "# HELP pagoda:kv_transfer_sent_total Prefill legs whose KV transfer ended, by outcome.\n"
-         "# TYPE pagoda:kv_transfer_sent_total counter\n";
-  out += "pagoda:kv_transfer_sent_total{" + labels + ",outcome=\"ok\"} " + std::to_string(s.ok.load()) + "\n";
-  out += "pagoda:kv_transfer_sent_total{" + labels + ",outcome=\"failed\"} " + std::to_string(s.failed.load()) + "\n";
-  line("kv_transfer_sent_blocks_total", "counter", "KV blocks sent to decode replicas.", "",
-       static_cast<double>(s.blocks.load()));
-  line("kv_transfer_sent_bytes_total", "counter", "Bytes of KV block records sent to decode replicas.", "",
-       static_cast<double>(s.bytes.load()));
-  line("kv_transfer_sent_seconds_total", "counter", "Seconds from connect to acknowledgement of the transfers sent.",
-       "", static_cast<double>(s.nanos.load()) * 1e-9);
-  if (ctx.kv_inbox != nullptr) {
-    const kvtransfer::InboxStats r = ctx.kv_inbox->stats();
-    out += "# HELP pagoda:kv_transfer_received_total KV transfers received from prefill replicas, by outcome.\n"
-           "# TYPE pagoda:kv_transfer_received_total counter\n";
-    out += "pagoda:kv_transfer_received_total{" + labels + ",outcome=\"ok\"} " + std::to_string(r.transfers) + "\n";
-    out += "pagoda:kv_transfer_received_total{" + labels + ",outcome=\"refused\"} " +
-           std::to_string(r.refused_transfers) + "\n";
-    line("kv_transfer_received_blocks_total", "counter", "KV blocks received and kept in the memory tier.", "",
-         static_cast<double>(r.blocks));
-    line("kv_transfer_converted_blocks_total", "counter",
-         "Received KV blocks converted from the prefill replica's KV type.", "", static_cast<double>(r.converted));
-    line("kv_transfer_refused_blocks_total", "counter",
-         "Received KV block records refused (checksum, layout, another model).", "", static_cast<double>(r.refused));
-    line("kv_transfer_received_bytes_total", "counter", "Bytes of KV block records received.", "",
-         static_cast<double>(r.bytes));
-  }
-  return out;
 }
 
 }  // namespace pagoda::server

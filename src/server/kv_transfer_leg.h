@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "api/api_error.h"
@@ -23,20 +24,17 @@ namespace pagoda::server {
 // Checks a prefill leg (one prompt, n = 1, not streamed, a role that
 // prefills, a valid remote_addr and transfer_id; 400 otherwise), sets the
 // request to stop after one token, starts the sender and makes it the
-// request's block sink. `request` is the leg's only engine request.
+// request's block sink. `requests` are the job's engine requests (one per
+// prompt), `stream` and `n` the job's.
 api::ApiResult<std::shared_ptr<kvtransfer::KvTransferSender>> StartPrefillLeg(ServeContext& ctx,
                                                                             const api::KvTransferParams& params,
-                                                                            const api::GenerationOptions& options,
-                                                                            size_t n_prompts, EngineRequest& request);
+                                                                            bool stream, int n,
+                                                                            std::span<EngineRequest> requests);
 
 // The leg's response body with "kv_transfer_params": {transfer_id, status
 // ("ok" | "failed"), blocks, kept, bytes, seconds, error?} added, and the
 // outcome counted in ctx.kv_transfer_sent.
 std::string WithTransferResult(ServeContext& ctx, const std::string& body, const std::string& transfer_id,
                                const kvtransfer::KvTransferResult& result);
-
-// pagoda:serve_role and the pagoda:kv_transfer_* counters (sent, and
-// received when ctx.kv_inbox is set), as Prometheus text.
-std::string RenderKvTransferMetrics(const ServeContext& ctx);
 
 }  // namespace pagoda::server

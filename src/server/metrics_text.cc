@@ -3,6 +3,8 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
+#include <utility>
 
 #include "base/prometheus_text.h"
 #include "base/workload_class.h"
@@ -36,6 +38,15 @@ class Writer {
     out_ += std::string("pagoda:") + name + "_bucket{" + labels_ + ",le=\"+Inf\"} " + std::to_string(h.count) + "\n";
     out_ += std::string("pagoda:") + name + "_sum{" + labels_ + "} " + Number(h.sum) + "\n";
     out_ += std::string("pagoda:") + name + "_count{" + labels_ + "} " + std::to_string(h.count) + "\n";
+  }
+
+  // One metric of `type`, a series per (label value, value).
+  void Labeled(const char* name, const char* type, const char* help, const char* label,
+               std::initializer_list<std::pair<const char*, double>> series) {
+    Head(name, type, help);
+    for (const auto& [value, v] : series) {
+      out_ += std::string("pagoda:") + name + "{" + labels_ + "," + label + "=\"" + value + "\"} " + Number(v) + "\n";
+    }
   }
 
   // One gauge, a series per workload class (label workload_class).
@@ -138,6 +149,34 @@ std::string RenderPrometheus(const http::ServerStats& s, std::string_view model_
             "TLS handshakes that failed or timed out (plain HTTP to the TLS port, a bad client hello, a client "
             "refusing the certificate).",
             static_cast<double>(s.tls_handshake_failures));
+  return w.Take();
+}
+
+std::string RenderKvTransferMetrics(std::string_view model_name, const char* role, const KvTransferSendStats& sent,
+                                   const kvtransfer::InboxStats* received) {
+  Writer w(model_name);
+  w.Labeled("serve_role", "gauge", "This replica's --role (prefill, decode or both) as a label; always 1.", "role",
+            {{role, 1}});
+  w.Labeled("kv_transfer_sent_total", "counter", "Prefill legs whose KV transfer ended, by outcome.", "outcome",
+            {{"ok", static_cast<double>(sent.ok.load())}, {"failed", static_cast<double>(sent.failed.load())}});
+  w.Counter("kv_transfer_sent_blocks_total", "KV blocks sent to decode replicas.",
+            static_cast<double>(sent.blocks.load()));
+  w.Counter("kv_transfer_sent_bytes_total", "Bytes of KV block records sent to decode replicas.",
+            static_cast<double>(sent.bytes.load()));
+  w.Counter("kv_transfer_sent_seconds_total", "Seconds from connect to acknowledgement of the transfers sent.",
+            static_cast<double>(sent.nanos.load()) * 1e-9);
+  if (received != nullptr) {
+    const kvtransfer::InboxStats& r = *received;
+    w.Labeled("kv_transfer_received_total", "counter", "KV transfers received from prefill replicas, by outcome.",
+              "outcome", {{"ok", static_cast<double>(r.transfers)}, {"refused", static_cast<double>(r.refused_transfers)}});
+    w.Counter("kv_transfer_received_blocks_total", "KV blocks received and kept in the memory tier.",
+              static_cast<double>(r.blocks));
+    w.Counter("kv_transfer_converted_blocks_total", "Received KV blocks converted from the prefill replica's KV type.",
+              static_cast<double>(r.converted));
+    w.Counter("kv_transfer_refused_blocks_total", "Received KV block records refused (checksum, layout, another model).",
+              static_cast<double>(r.refused));
+    w.Counter("kv_transfer_received_bytes_total", "Bytes of KV block records received.", static_cast<double>(r.bytes));
+  }
   return w.Take();
 }
 

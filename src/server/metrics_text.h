@@ -8,6 +8,8 @@
 
 #include "engine/engine_stats.h"
 #include "http/server.h"
+#include "kvtransfer/transfer_inbox.h"
+#include "server/serve_context.h"
 
 namespace pagoda::server {
 
@@ -16,5 +18,10 @@ std::string RenderPrometheus(const EngineStats& stats, std::string_view model_na
 // the TLS port, a bad client hello, a client refusing the certificate, a
 // handshake timing out; always 0 on a plain HTTP server).
 std::string RenderPrometheus(const http::ServerStats& stats, std::string_view model_name);
+// Prefill/decode disaggregation (docs/KV_OFFLOAD.md): pagoda:serve_role{role},
+// pagoda:kv_transfer_sent_*, and pagoda:kv_transfer_received_* when
+// `received` is set (a replica that receives transfers).
+std::string RenderKvTransferMetrics(std::string_view model_name, const char* role, const KvTransferSendStats& sent,
+                                   const kvtransfer::InboxStats* received);
 
 }  // namespace pagoda::server
