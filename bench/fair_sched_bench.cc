@@ -13,6 +13,7 @@
 // the policy's time per step, and that time as a fraction of the step.
 //
 // Usage: fair_sched_bench [--running 64] [--tenants 8] [--steps 200] [--rounds 3] [--threads 2]
+#include "bench_stats.h"
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,10 +35,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
+using bench::Median;
 
 struct PolicyClock {
   int64_t ns = 0;

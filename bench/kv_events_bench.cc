@@ -11,6 +11,7 @@
 // the engine thread; then the median over rounds of the ratios to off.
 //
 // Usage: kv_events_bench [--streams 32] [--prompt 256] [--gen 8] [--rounds 5] [--threads 2]
+#include "bench_stats.h"
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -36,10 +37,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
+using bench::Median;
 
 struct Args {
   int streams = 32, prompt = 256, gen = 8, rounds = 5, threads = 2;

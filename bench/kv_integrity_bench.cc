@@ -14,6 +14,7 @@
 //        [--gen 64] [--rounds 5] [--threads 2] [--check-ctx 2048]
 // Without -m a random-weight model with the demo model's shapes is written
 // to the temp directory.
+#include "bench_stats.h"
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -37,10 +38,7 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
+using bench::Median;
 
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;

@@ -13,7 +13,7 @@ namespace pagoda::cli {
 int CmdMakeModel(int argc, char** argv) {
   CLI::App app("Write a random-weight model of a given architecture, shape and tensor type", "make-model");
   RandomModelSpec spec;
-  std::string out, type = "f16", output_type, expert_type, vocab_from, preset, gating, mla_layout = "current";
+  std::string out, type = "f16", output_type, expert_type, vocab_from, preset, gating, mla_layout = "current", pooling;
   spec.n_embd = 2048;
   spec.n_layer = 16;
   spec.n_head = 32;
@@ -30,14 +30,19 @@ int CmdMakeModel(int argc, char** argv) {
   if (!preset.empty()) {
     if (Status s = ApplyRandomModelPreset(preset, spec); !s.ok()) return Fail(s);
     spec.name = "pagoda-random-" + preset;
-    type = "q4_0";
-    output_type = "q6_k";  // as llama-quantize does for Q4_0
+    if (spec.arch != "bert") {  // encoders are benchmarked as converted (F16)
+      type = "q4_0";
+      output_type = "q6_k";  // as llama-quantize does for Q4_0
+    }
   }
   std::string presets;
   for (const std::string& n : RandomModelPresetNames()) presets += (presets.empty() ? "" : " | ") + n;
   app.add_option("--preset", preset, "a real model's shape: " + presets + " (then --type q4_0, --output-type q6_k)");
   app.add_option("-o,--output", out, "output GGUF path")->required();
-  app.add_option("--arch", spec.arch, "llama | qwen2 | qwen3 | qwen2moe | qwen3moe | deepseek2 | glm4moe");
+  app.add_option("--arch", spec.arch, "llama | qwen2 | qwen3 | qwen2moe | qwen3moe | deepseek2 | glm4moe | bert");
+  app.add_option("--pooling", pooling,
+                 "<arch>.pooling_type: none | mean | cls | last | rank (bert rank: a reranker; adds a classifier head)");
+  app.add_option("--n-cls-out", spec.n_cls_out, "bert: classifier head outputs (default 1 with --pooling rank)");
   app.add_option("--type", type,
                  "weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q4_k q5_k q6_k, or llama-quantize's mixes q4_k_m "
                  "q5_k_m (attn_v and ffn_down of its more-bits layers Q6_K; output Q6_K)");
@@ -54,7 +59,7 @@ int CmdMakeModel(int argc, char** argv) {
   app.add_option("--rope-base", spec.rope_base, "RoPE base");
   app.add_flag("--tied", spec.tied_output, "tie the output projection to token_embd");
   app.add_option("--n-rot", spec.n_rot, "rope.dimension_count (default head_dim; glm4moe head_dim / 2)");
-  app.add_option("--rms-eps", spec.rms_eps, "RMSNorm epsilon");
+  CLI::Option* eps_opt = app.add_option("--rms-eps", spec.rms_eps, "RMSNorm epsilon (bert: the LayerNorm epsilon)");
   app.add_flag("--qk-norm", spec.qk_norm, "glm4moe: per-head Q/K RMSNorm");
   // Mixture of experts.
   app.add_option("--n-expert", spec.n_expert, "experts per MoE layer (0: dense)");
@@ -111,6 +116,17 @@ int CmdMakeModel(int argc, char** argv) {
   }
   if (mla_layout != "current" && mla_layout != "early") return Fail("--mla-layout must be current or early");
   spec.mla_split_kv_b = mla_layout == "current";
+  if (!pooling.empty()) {
+    static const char* const kPooling[] = {"none", "mean", "cls", "last", "rank"};
+    const auto it = std::find(std::begin(kPooling), std::end(kPooling), pooling);
+    if (it == std::end(kPooling)) return Fail("--pooling must be none, mean, cls, last or rank");
+    spec.pooling_type = int(it - std::begin(kPooling));
+    if (spec.pooling_type == 4 && spec.arch == "bert" && spec.n_cls_out == 0) spec.n_cls_out = 1;
+  }
+  if (spec.arch == "bert") {
+    spec.n_head_kv = spec.n_head;  // no grouped KV heads in bert
+    if (preset.empty() && eps_opt->count() == 0) spec.rms_eps = 1e-12f;  // BERT's layer_norm_eps
+  }
   if (!vocab_from.empty()) {
     auto f = GgufFile::Open(vocab_from);
     if (!f.ok()) return Fail(f.status());

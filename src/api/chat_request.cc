@@ -241,6 +241,7 @@ ApiResult<ChatCompletionRequest> ParseChatCompletionJson(const json& body, const
                             "': cannot be combined with tool_choice 'required' or a named function.");
   }
   if (auto e = internal::FinishGenerationOptions(body, &req.options)) return *e;
+  if (auto e = internal::CheckMaxTokensPositive(req.options)) return *e;
   if (top_logprobs) {
     if (!req.logprobs) {
       return InvalidValue("top_logprobs", "Invalid 'top_logprobs': 'logprobs' must be true when it is set.");

@@ -32,49 +32,59 @@ std::optional<ApiError> ReadTokenIds(const json& v, const std::string& param, st
   return std::nullopt;
 }
 
-}  // namespace internal
-
-namespace {
-
-MaybeError ReadPrompt(const json& v, std::vector<CompletionPrompt>* out) {
+MaybeError ReadPromptList(const json& v, const std::string& param, int max_prompts, bool allow_empty_text,
+                          std::vector<CompletionPrompt>* out) {
   constexpr const char* kExpected = "a string, an array of strings, an array of token ids, or an array of such arrays";
+  auto read_text = [&](const json& x, const std::string& at, CompletionPrompt* p) -> MaybeError {
+    if (auto e = ReadString(x, at, &p->text)) return e;
+    if (!allow_empty_text && p->text.empty()) return InvalidValue(at, "Invalid '" + at + "': empty string.");
+    return std::nullopt;
+  };
   if (v.is_string()) {
     CompletionPrompt p;
-    if (auto e = internal::ReadString(v, "prompt", &p.text)) return e;
+    if (auto e = read_text(v, param, &p)) return e;
     out->push_back(std::move(p));
     return std::nullopt;
   }
-  if (!v.is_array()) return InvalidType("prompt", kExpected);
+  if (!v.is_array()) return InvalidType(param, kExpected);
   if (v.empty()) {
-    ApiError e = InvalidValue("prompt", "Invalid 'prompt': empty array.");
+    ApiError e = InvalidValue(param, "Invalid '" + param + "': empty array.");
     e.code = "empty_array";
     return e;
   }
   if (v[0].is_number()) {  // one prompt as token ids
     CompletionPrompt p;
     p.is_tokens = true;
-    if (auto e = internal::ReadTokenIds(v, "prompt", &p.tokens)) return e;
+    if (auto e = ReadTokenIds(v, param, &p.tokens)) return e;
     out->push_back(std::move(p));
     return std::nullopt;
   }
-  if (static_cast<int>(v.size()) > kMaxPromptsPerRequest) {
-    return InvalidValue("prompt", "Invalid 'prompt': at most " + std::to_string(kMaxPromptsPerRequest) +
-                                      " prompts per request, got " + std::to_string(v.size()) + ".");
+  if (v.size() > static_cast<size_t>(max_prompts)) {
+    return InvalidValue(param, "Invalid '" + param + "': at most " + std::to_string(max_prompts) + " per request, got " +
+                                   std::to_string(v.size()) + ".");
   }
   for (size_t i = 0; i < v.size(); ++i) {
-    const std::string param = Path("prompt", i);
+    const std::string at = Path(param, i);
     CompletionPrompt p;
     if (v[i].is_string()) {
-      if (auto e = internal::ReadString(v[i], param, &p.text)) return e;
+      if (auto e = read_text(v[i], at, &p)) return e;
     } else if (v[i].is_array()) {
       p.is_tokens = true;
-      if (auto e = internal::ReadTokenIds(v[i], param, &p.tokens)) return e;
+      if (auto e = ReadTokenIds(v[i], at, &p.tokens)) return e;
     } else {
-      return InvalidType(param, "a string or an array of token ids");
+      return InvalidType(at, "a string or an array of token ids");
     }
     out->push_back(std::move(p));
   }
   return std::nullopt;
+}
+
+}  // namespace internal
+
+namespace {
+
+MaybeError ReadPrompt(const json& v, std::vector<CompletionPrompt>* out) {
+  return internal::ReadPromptList(v, "prompt", kMaxPromptsPerRequest, /*allow_empty_text=*/true, out);
 }
 
 }  // namespace
@@ -130,6 +140,10 @@ ApiResult<CompletionRequest> ParseCompletionJson(const json& body, const Request
   }
   if (!have_prompt) return MissingParameter("prompt");
   if (auto e = internal::FinishGenerationOptions(body, &req.options)) return *e;
+  // max_tokens 0 with echo: the prompt (and its logprobs) without a completion.
+  if (!req.echo) {
+    if (auto e = internal::CheckMaxTokensPositive(req.options)) return *e;
+  }
   // best_of > n means "generate best_of, return the n most likely": not done.
   if (best_of && *best_of != req.options.n) {
     return UnsupportedValue("best_of", "only best_of equal to n is supported.");

@@ -40,6 +40,10 @@ ApiResult<CompletionRequest> ParseCompletionJson(const nlohmann::json& body, con
 namespace internal {
 // One token-id list ([1, 2, 3]): integers in [0, INT32_MAX], non-empty.
 std::optional<ApiError> ReadTokenIds(const nlohmann::json& v, const std::string& param, std::vector<int32_t>* out);
+// A string, a list of strings, a list of token ids, or a list of such lists
+// (completions' prompt, embeddings' input), at most `max_prompts` entries.
+std::optional<ApiError> ReadPromptList(const nlohmann::json& v, const std::string& param, int max_prompts,
+                                       bool allow_empty_text, std::vector<CompletionPrompt>* out);
 }  // namespace internal
 
 }  // namespace pagoda::api

@@ -134,7 +134,8 @@ FieldOutcome ReadGenerationField(std::string_view key, const json& v, const Requ
   }
   if (key == "max_tokens" || key == "max_completion_tokens") {
     int64_t x;
-    if (auto e = ReadInt(v, key, 1, std::numeric_limits<int32_t>::max(), &x)) return done(std::move(e));
+    // 0 only for completions' echo (CheckMaxTokensPositive).
+    if (auto e = ReadInt(v, key, 0, std::numeric_limits<int32_t>::max(), &x)) return done(std::move(e));
     // max_completion_tokens supersedes the deprecated max_tokens.
     if (key == "max_completion_tokens" || o->max_tokens_param != "max_completion_tokens") {
       o->max_tokens = x;
@@ -192,6 +193,12 @@ FieldOutcome ReadGenerationField(std::string_view key, const json& v, const Requ
   if (key == "grammar") return done(ReadConstraintText(v, key, &o->structured.grammar));
   if (key == "regex") return done(ReadConstraintText(v, key, &o->structured.regex));
   return FieldOutcome::kNotMine;
+}
+
+std::optional<ApiError> CheckMaxTokensPositive(const GenerationOptions& o) {
+  if (!o.max_tokens || *o.max_tokens >= 1) return std::nullopt;
+  int64_t unused;
+  return ReadInt(json(*o.max_tokens), o.max_tokens_param, 1, std::numeric_limits<int32_t>::max(), &unused);
 }
 
 std::optional<ApiError> FinishGenerationOptions(const json& body, GenerationOptions* o) {

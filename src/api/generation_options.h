@@ -84,6 +84,9 @@ FieldOutcome ReadGenerationField(std::string_view key, const nlohmann::json& val
 
 // Cross-field checks after all fields were read (stream_options needs stream).
 std::optional<ApiError> FinishGenerationOptions(const nlohmann::json& body, GenerationOptions* options);
+// max_tokens 0 parses (completions' echo scores a prompt without generating);
+// everywhere else it is the error a minimum of 1 gives.
+std::optional<ApiError> CheckMaxTokensPositive(const GenerationOptions& options);
 
 }  // namespace internal
 

@@ -97,7 +97,7 @@ Engine::Engine(Model& model, const EngineOptions& options, std::unique_ptr<Paged
       kv_(std::move(kv)),
       scheduler_(*kv_, std::move(policy),
                  SchedulerOptions{options.max_batch_tokens, model.decode_weights_info().type.has_value(),
-                                  options.realtime_reserve}) {
+                                  options.realtime_reserve, model.causal()}) {
   logits_.resize(static_cast<size_t>(options_.max_running) * static_cast<size_t>(model_.n_vocab()));
   work_.resize(static_cast<size_t>(model_.n_vocab()));
   // Known before the first step: /metrics reports it from the start.
@@ -120,7 +120,9 @@ Engine::~Engine() { Stop(); }
 
 Status Engine::Validate(const EngineRequest& r) const {
   const int64_t n_vocab = model_.n_vocab();
-  if (r.prompt.empty()) return InvalidArgument("the prompt is empty (no tokens)");
+  // Candidates sharing a prefix (PrefillTask::suffixes) may share none.
+  const bool candidates = r.prefill && !r.prefill->suffixes.empty();
+  if (r.prompt.empty() && !candidates) return InvalidArgument("the prompt is empty (no tokens)");
   if (r.kv_export && !options_.prefix_caching) {
     return InvalidArgument("exporting a prompt's KV blocks needs prefix caching");
   }
@@ -134,9 +136,14 @@ Status Engine::Validate(const EngineRequest& r) const {
   for (TokenId t : r.stop_tokens) {
     if (t < 0 || t >= n_vocab) return InvalidArgument("stop token id " + std::to_string(t) + " is outside the vocabulary");
   }
-  if (r.max_tokens <= 0) return InvalidArgument("max_tokens must be positive");
-  if (r.n < 1 || r.n > options_.max_n) {
-    return InvalidArgument("n must be in [1, " + std::to_string(options_.max_n) + "], got " + std::to_string(r.n));
+  if (r.prefill) {
+    PAGODA_RETURN_IF_ERROR(ValidatePrefill(r));
+  } else {
+    if (r.max_tokens < 0) return InvalidArgument("max_tokens must not be negative");
+    if (!model_.generates()) return InvalidArgument("the model does not generate text (an embedding model)");
+    if (r.n < 1 || r.n > options_.max_n) {
+      return InvalidArgument("n must be in [1, " + std::to_string(options_.max_n) + "], got " + std::to_string(r.n));
+    }
   }
   if (r.n > options_.max_waiting) return InvalidArgument("n exceeds the engine's waiting queue");
   if (!std::isfinite(r.weight) || r.weight <= 0) return InvalidArgument("the scheduling weight must be finite and positive");
@@ -145,6 +152,50 @@ Status Engine::Validate(const EngineRequest& r) const {
   }
   PAGODA_RETURN_IF_ERROR(ValidateConstraint(r));
   return r.sampling.ValidateForVocab(static_cast<int32_t>(n_vocab));
+}
+
+Status Engine::ValidatePrefill(const EngineRequest& r) const {
+  const PrefillTask& t = *r.prefill;
+  const int64_t n_seqs = t.suffixes.empty() ? 1 : static_cast<int64_t>(t.suffixes.size());
+  if (r.n != n_seqs) return InvalidArgument("a prefill request's n must equal its number of candidates");
+  if (r.prompt_logprobs || r.constraint || r.kv_export) {
+    return InvalidArgument("prompt logprobs, grammars and KV export do not apply to embeddings or scores");
+  }
+  if (t.top_n < 0) return InvalidArgument("top_n must not be negative");
+  int64_t longest = static_cast<int64_t>(r.prompt.size());
+  for (const auto& suffix : t.suffixes) {
+    if (r.prompt.empty() && suffix.empty()) return InvalidArgument("a candidate has no tokens");
+    longest = std::max(longest, static_cast<int64_t>(r.prompt.size() + suffix.size()));
+    for (TokenId id : suffix) {
+      if (id < 0 || id >= model_.n_vocab()) return InvalidArgument("candidate token id " + std::to_string(id) + " is outside the vocabulary");
+    }
+  }
+  if (longest >= options_.n_ctx) {
+    return InvalidArgument("an input has " + std::to_string(longest) + " tokens, more than the context of " +
+                           std::to_string(options_.n_ctx) + " allows");
+  }
+  if (!model_.causal() && longest > options_.max_batch_tokens) {
+    return InvalidArgument("an input has " + std::to_string(longest) + " tokens; an encoder computes each input in "
+                           "one step of at most " + std::to_string(options_.max_batch_tokens) + " tokens");
+  }
+  if (t.kind == PrefillTask::Kind::kScore) {
+    const bool yes_no = t.score_yes >= 0 || t.score_no >= 0;
+    if (yes_no) {
+      if (!model_.generates()) return InvalidArgument("yes/no scoring needs a model with an LM head");
+      if (t.score_yes < 0 || t.score_no < 0 || t.score_yes >= model_.n_vocab() || t.score_no >= model_.n_vocab()) {
+        return InvalidArgument("yes/no score token ids must both be in the vocabulary");
+      }
+    } else if (model_.n_classifier_outputs() < 1) {
+      return InvalidArgument("the model has no classifier head to score with");
+    }
+  } else if (t.dimensions < 0 || t.dimensions > model_.config().n_embd) {
+    return InvalidArgument("dimensions must be in [1, " + std::to_string(model_.config().n_embd) + "]");
+  }
+  if (t.pooling != PoolingType::kMean && t.pooling != PoolingType::kCls && t.pooling != PoolingType::kLast &&
+      t.pooling != PoolingType::kRank) {
+    return InvalidArgument(std::string("pooling '") + PoolingTypeName(t.pooling) + "' does not give one vector");
+  }
+  return Status::Ok();
 }
 
 Result<RequestHandle> Engine::Submit(EngineRequest request) {
@@ -161,8 +212,13 @@ Result<RequestHandle> Engine::Submit(EngineRequest request) {
     auto s = std::make_unique<Sequence>();
     s->index = i;
     s->tokens = request.prompt;
-    s->tokens.reserve(request.prompt.size() + static_cast<size_t>(request.max_tokens));
-    s->n_prompt = static_cast<int32_t>(request.prompt.size());
+    if (request.prefill && !request.prefill->suffixes.empty()) {
+      const auto& suffix = request.prefill->suffixes[static_cast<size_t>(i)];
+      s->tokens.insert(s->tokens.end(), suffix.begin(), suffix.end());
+    } else if (!request.prefill) {
+      s->tokens.reserve(request.prompt.size() + static_cast<size_t>(request.max_tokens));
+    }
+    s->n_prompt = static_cast<int32_t>(s->tokens.size());
     s->sampler.emplace(std::move(sampler));
     if (request.constraint) {
       s->grammar.emplace(request.constraint->grammar, options_.grammar_vocab);
@@ -332,7 +388,11 @@ bool Engine::RunBatch() {
     }
     const bool interruptible = lower && !realtime;
     model_.set_interrupt(interruptible ? &realtime_arrived_ : nullptr);
-    const Status st = model_.Forward(plan_.batch, *kv_, std::span<float>(logits_.data(), n_logits));
+    const size_t n_hidden = static_cast<size_t>(plan_.n_hidden_rows) * static_cast<size_t>(model_.config().n_embd);
+    if (hidden_.size() < n_hidden) hidden_.resize(n_hidden);
+    const Status st = model_.Run(plan_.batch, *kv_,
+                                 ForwardOutputs{std::span<float>(logits_.data(), n_logits),
+                                                std::span<float>(hidden_.data(), n_hidden)});
     model_.set_interrupt(nullptr);
     if (st.ok()) break;
     if (interruptible && st.code() == StatusCode::kDeadlineExceeded && realtime_arrived_.load()) {
@@ -365,15 +425,25 @@ bool Engine::RunBatch() {
   stats_.iteration_tokens.Observe(static_cast<double>(plan_.batch.size()));
   // Copy the pointers: finishing a sequence destroys it.
   std::vector<ScheduledChunk> chunks = plan_.chunks;
-  int64_t row = 0;
+  int64_t row = 0, hidden_row = 0;
+  const int64_t n_embd = model_.config().n_embd;
   for (const ScheduledChunk& c : chunks) {
     NoteAdmitted(*c.seq);
     for (int32_t i = 0; i < c.n_prompt_rows; ++i, ++row) {
       EmitPromptLogprob(*c.seq, c.begin + i + 1, logits_.data() + row * model_.n_vocab());
     }
+    if (c.n_hidden_rows > 0) {
+      Pool(*c.seq, c.begin, std::span<const float>(hidden_.data() + hidden_row * n_embd, c.n_hidden_rows * n_embd));
+      hidden_row += c.n_hidden_rows;
+    }
     if (!c.sample) continue;
-    SampleAndEmit(*c.seq, logits_.data() + row * model_.n_vocab());
-    ++row;
+    const float* logits = c.logit_row ? logits_.data() + row * model_.n_vocab() : nullptr;
+    row += c.logit_row;
+    if (c.seq->prefill_only()) {
+      FinishPrefill(*c.seq, logits);
+    } else {
+      SampleAndEmit(*c.seq, logits);
+    }
   }
   return true;
 }
@@ -472,6 +542,7 @@ void Engine::Finish(Sequence* s, EngineEvent ev) {
                     << FinishReasonName(ev.finish) << "): " << ev.usage.tokens_prompt << " prompt, "
                     << ev.usage.tokens_cached << " cached, " << ev.usage.tokens_completion << " completion tokens";
   std::unique_ptr<Sequence> owned = scheduler_.Remove(s);
+  if (HoldRanked(*owned, ev)) return;
   owned->group->channel->Push(std::move(ev));
 }
 

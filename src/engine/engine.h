@@ -158,6 +158,16 @@ class Engine {
   bool StopCorruptSequences();
   void MaybePlantTestingFault();
   void NoteAdmitted(Sequence& s);
+  Status ValidatePrefill(const EngineRequest& r) const;
+  // EngineRequest::prefill (engine_prefill.cc): adds the hidden rows of the
+  // chunk starting at `begin` to the sequence's pooled state...
+  void Pool(Sequence& s, int32_t begin, std::span<const float> rows);
+  // ...and, once its prompt is computed, sends the embedding or score
+  // (`logits`: the last position's row, when wanted) and finishes it.
+  void FinishPrefill(Sequence& s, const float* logits);
+  // Candidates of a ranked request leave together, best first: true when
+  // `ev` was held for that (all are pushed once the last finishes).
+  bool HoldRanked(Sequence& s, EngineEvent& ev);
   void SampleAndEmit(Sequence& s, const float* logits);
   // EngineRequest::prompt_logprobs: the event of prompt token `position`
   // from the logits of the position before it (once per position).
@@ -183,6 +193,7 @@ class Engine {
   StepPlan plan_;
   std::vector<float> logits_;  // [max_running, n_vocab]
   std::vector<float> work_;    // [n_vocab]
+  std::vector<float> hidden_;  // [step's hidden rows, n_embd] (pooling)
   grammar::TokenBitmask grammar_mask_;  // SampleAndEmit scratch
   EngineStats stats_;          // engine thread's copy
   std::vector<int32_t> integrity_seqs_;  // StopCorruptSequences scratch

@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "base/workload_class.h"
 #include "kv/block_sink.h"
+#include "model/model_config.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampling_params.h"
 
@@ -37,6 +38,31 @@ struct GrammarConstraint {
   // the generated text (e.g. "</think>" for reasoning models); the tokens up
   // to and including them are unconstrained.
   std::string delay_until;
+};
+
+// Prefill-only work (embeddings, relevance scores; docs/EMBEDDINGS.md): the
+// prompt is computed and nothing is sampled or decoded; the sequence's final
+// event carries the result (EngineEvent::embedding / score).
+struct PrefillTask {
+  enum class Kind : uint8_t {
+    kEmbed,  // the pooled final hidden state
+    kScore,  // a relevance score: the classifier head over the pooled state
+             // (cross-encoders, pooling kRank) or, with score_yes/score_no
+             // set, P(yes) = softmax(logit[no], logit[yes]) at the last
+             // position (decoder rerankers such as Qwen3-Reranker)
+  };
+  Kind kind = Kind::kEmbed;
+  PoolingType pooling = PoolingType::kLast;  // kMean, kCls or kLast (kRank: the CLS state)
+  bool normalize = true;   // kEmbed: L2-normalise (after truncation)
+  int32_t dimensions = 0;  // kEmbed: keep the first N dimensions (Matryoshka); 0 = all
+  TokenId score_yes = -1, score_no = -1;
+  // Candidates sharing the prompt as prefix: sequence i computes prompt +
+  // suffixes[i] (EngineRequest::n must equal their count). Sequence 0 fills
+  // the shared prefix's blocks first, the others adopt them, so the prefix is
+  // computed once. Their final events leave together, best score first
+  // (EngineEvent::rank), and only the top_n best carry a score (0 = all).
+  std::vector<std::vector<TokenId>> suffixes;
+  int32_t top_n = 0;
 };
 
 struct EngineRequest {
@@ -78,6 +104,10 @@ struct EngineRequest {
   // (kv/block_sink.h). Needs prefix caching; the sink must outlive the
   // request's final event.
   std::shared_ptr<kv::BlockSink> kv_export;
+  // Set: a prefill-only request (max_tokens is ignored, sampling unused).
+  // max_tokens = 0 without it: the prompt is computed (for prompt_logprobs)
+  // and the sequence ends with kLength having generated nothing.
+  std::optional<PrefillTask> prefill;
 };
 
 enum class FinishReason : uint8_t {
@@ -113,6 +143,13 @@ struct EngineEvent {
   // `prompt_position` (>= 1), not a generated one; never final.
   bool prompt = false;
   int32_t prompt_position = 0;
+  // EngineRequest::prefill, on the final event: the pooled vector (kEmbed)
+  // or the relevance score (kScore). With suffixes: the sequence's place in
+  // the ranking (0 = best), and has_score false beyond top_n.
+  std::vector<float> embedding;
+  float score = 0;
+  bool has_score = false;
+  int32_t rank = -1;
 
   bool is_final() const { return finish != FinishReason::kNone; }
   bool has_token() const { return token >= 0; }

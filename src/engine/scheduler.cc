@@ -19,6 +19,10 @@ int32_t ChunkTokens(const Sequence& s, int32_t budget) {
 
 }  // namespace
 
+bool Scheduler::AdoptsPrefix(const Sequence& s) const {
+  return options_.causal && !s.computes_whole_prompt();
+}
+
 Scheduler::Scheduler(PagedKvCache& kv, std::unique_ptr<SchedulerPolicy> policy, const SchedulerOptions& options)
     : kv_(kv), policy_(policy ? std::move(policy) : std::make_unique<FcfsPolicy>()), options_(options) {
   PAGODA_CHECK(options_.max_batch_tokens >= 1);
@@ -39,16 +43,22 @@ void Scheduler::AddChunk(StepPlan& plan, Sequence* s, int32_t n, int32_t& budget
   // Prompt positions whose logits give the next prompt token's log-probability.
   const int32_t prompt_rows =
       s->reports_prompt() ? std::clamp(s->n_prompt - 1 - s->n_computed, 0, n - (sample ? 1 : 0)) : 0;
+  const bool logit_row = sample && s->wants_last_logits();
+  int32_t hidden_rows = 0;
   for (int32_t i = 0; i < n; ++i) {
     const int32_t p = s->n_computed + i;
+    const bool last = sample && i + 1 == n;
+    const bool hidden = s->wants_hidden(p, last);
+    hidden_rows += hidden;
     // A decode token is a generated one, however it is scheduled: a preempted
     // sequence recomputes its generated positions through the same weights
     // (--decode-weights) that first computed them.
-    plan.batch.Add(s->tokens[p], p, s->slot, i < prompt_rows || (sample && i + 1 == n), p >= s->n_prompt);
+    plan.batch.Add(s->tokens[p], p, s->slot, i < prompt_rows || (last && logit_row), p >= s->n_prompt, hidden);
   }
-  plan.chunks.push_back(ScheduledChunk{s, s->n_computed, n, sample, prompt_rows});
+  plan.chunks.push_back(ScheduledChunk{s, s->n_computed, n, sample, prompt_rows, logit_row, hidden_rows});
   plan.n_samples += sample;
-  plan.n_logit_rows += prompt_rows + (sample ? 1 : 0);
+  plan.n_logit_rows += prompt_rows + (logit_row ? 1 : 0);
+  plan.n_hidden_rows += hidden_rows;
   budget -= n;
   blocks += kv_.BlocksToGrow(s->slot, s->n_computed + n);
 }
@@ -84,7 +94,9 @@ bool Scheduler::Schedule(StepPlan& plan, bool allow_admit) {
                      [&](const Sequence* a, const Sequence* b) { return policy_->ComputeBefore(*a, *b); });
   }
   for (Sequence* s : prefilling_) {
-    if (budget > 0) AddChunk(plan, s, ChunkTokens(*s, budget), budget, blocks);
+    if (budget > 0 && (options_.causal || s->n_pending() <= budget)) {
+      AddChunk(plan, s, ChunkTokens(*s, budget), budget, blocks);
+    }
   }
   // ...then new sequences.
   if (allow_admit) Admit(plan, budget, blocks, floor);
@@ -103,7 +115,7 @@ int32_t Scheduler::AdmissionBlocks(const Sequence& s, int32_t n) {
   const int32_t bs = kv_.block_size();
   const int32_t max_blocks = (static_cast<int32_t>(s.tokens.size()) - 1) / bs;
   // Lookup takes no reference and counts nothing; AdoptPrefix does both.
-  const int32_t hit = s.reports_prompt() ? 0
+  const int32_t hit = !AdoptsPrefix(s) ? 0
                                          : kv_.prefix_cache().Lookup(s.tokens, s.request().cache_salt, max_blocks,
                                                                      &lookup_blocks_, &lookup_hashes_);
   int32_t idle = 0;
@@ -192,12 +204,14 @@ void Scheduler::Admit(StepPlan& plan, int32_t& budget, int32_t& blocks, Workload
       continue;
     }
     // Its prefix is being read from an offload tier: later ones go ahead.
-    if (!s.reports_prompt() &&
+    if (AdoptsPrefix(s) &&
         kv_.PrefetchPrefix(PrefetchKey(s), s.tokens, s.request().cache_salt) ==
             PagedKvCache::PrefetchState::kPending) {
       policy_->Passed(i);
       continue;
     }
+    // An encoder's sequence is computed in one step: it waits for a step with room.
+    if (!options_.causal && s.n_pending() > budget) break;
     int32_t need = AdmissionBlocks(s, budget);
     // Head of line: a sequence that does not fit waits, and so do later
     // ones (no starvation of long prompts), unless lower classes can make room.
@@ -206,8 +220,8 @@ void Scheduler::Admit(StepPlan& plan, int32_t& budget, int32_t& blocks, Workload
     free_slots_.pop_back();
     if (before_commit_) before_commit_(s);  // adoption may register blocks restored from an offload tier
     const int32_t adopted =
-        s.reports_prompt() ? 0
-                           : kv_.AdoptPrefix(s.slot, s.tokens, s.request().cache_salt, blocks + reserve_blocks_,
+        !AdoptsPrefix(s) ? 0
+                         : kv_.AdoptPrefix(s.slot, s.tokens, s.request().cache_salt, blocks + reserve_blocks_,
                                              PrefetchKey(s));
     s.n_computed = adopted;
     if (!s.admitted_once) s.n_cached = std::min(adopted, s.n_prompt);
@@ -226,7 +240,7 @@ void Scheduler::Commit(const StepPlan& plan) {
     s.n_computed += c.n;
     const int32_t shareable = options_.decode_weights ? std::min(s.n_computed, s.n_prompt) : s.n_computed;
     if (before_commit_) before_commit_(s);
-    kv_.CommitBlocks(s.slot, std::span<const int32_t>(s.tokens.data(), static_cast<size_t>(shareable)),
+    if (options_.causal) kv_.CommitBlocks(s.slot, std::span<const int32_t>(s.tokens.data(), static_cast<size_t>(shareable)),
                      s.request().cache_salt);
     if (s.index == 0 && s.request().kv_export) {
       // The prompt's blocks leave as they are finished (P/D transfer).

@@ -47,10 +47,14 @@ struct SchedulerOptions {
   // that admitting a batch or interactive sequence must leave free: only
   // realtime sequences may use them. In [0, the KV cache's n_seq_max).
   int32_t realtime_reserve = 0;
+  // false for encoders (Model::causal): a sequence is computed whole in one
+  // step, adopts no cached prefix and offers no blocks to the prefix cache.
+  bool causal = true;
 };
 
 // Tokens [begin, begin + n) of seq->tokens go into the step; `sample`: the
-// chunk ends at the last token, whose logits are sampled.
+// chunk ends at the last token, whose logits are sampled (a prefill-only
+// sequence finishes instead; its logits row exists when logit_row).
 struct ScheduledChunk {
   Sequence* seq = nullptr;
   int32_t begin = 0;
@@ -60,6 +64,8 @@ struct ScheduledChunk {
   // begin + n_prompt_rows - 1, whose next prompt token's log-probability is
   // reported (Sequence::reports_prompt).
   int32_t n_prompt_rows = 0;
+  bool logit_row = false;     // a row of logits after the prompt rows
+  int32_t n_hidden_rows = 0;  // hidden-state rows (pooling), in position order
 };
 
 struct StepPlan {
@@ -68,11 +74,13 @@ struct StepPlan {
   int32_t n_samples = 0;  // chunks with sample
   // Logits rows, in chunk order: each chunk's prompt rows, then its sample row.
   int32_t n_logit_rows = 0;
+  int32_t n_hidden_rows = 0;  // in chunk order
   void Clear() {
     chunks.clear();
     batch.Clear();
     n_samples = 0;
     n_logit_rows = 0;
+    n_hidden_rows = 0;
   }
 };
 
@@ -131,6 +139,8 @@ class Scheduler {
   // Running sequences of classes below `c`, as PickVictim candidates (and their indices into running_).
   void CollectBelow(WorkloadClass c);
   bool Blocked(const Sequence& s) const;
+  // Whether `s` may start from its prompt's cached prefix blocks.
+  bool AdoptsPrefix(const Sequence& s) const;
   void ReleaseSlot(Sequence& s);
 
   PagedKvCache& kv_;

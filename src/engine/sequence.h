@@ -28,6 +28,8 @@ struct RequestGroup {
   // Sequence 0 has computed the whole prompt (or finished): its full blocks
   // are in the prefix cache, so its siblings may be admitted.
   bool prefix_ready = false;
+  // PrefillTask::suffixes: the candidates' final events, held until all are in.
+  std::vector<EngineEvent> ranked;
 };
 
 struct Sequence {
@@ -56,6 +58,10 @@ struct Sequence {
   std::optional<grammar::TokenMatcher> grammar;
   bool grammar_active = false;
   std::string grammar_tail;
+  // EngineRequest::prefill: the pooled state so far (mean: the sum of the
+  // rows in position order, in double so chunking cannot change it).
+  std::vector<double> pool_sum;
+  int32_t n_pooled = 0;
   std::optional<EngineClock::time_point> first_token_time;
   EngineClock::time_point last_token_time;
 
@@ -68,6 +74,32 @@ struct Sequence {
   // recomputes like any other.
   bool reports_prompt() const {
     return index == 0 && group->request.prompt_logprobs && n_prompt_reported < n_prompt - 1;
+  }
+  // Computes its prompt and samples nothing (EngineRequest::prefill, or max_tokens 0).
+  bool prefill_only() const { return group->request.prefill.has_value() || group->request.max_tokens == 0; }
+  // The last position's logits are needed: to sample, or for a yes/no score.
+  bool wants_last_logits() const {
+    const auto& p = group->request.prefill;
+    if (!p) return group->request.max_tokens > 0;
+    return p->kind == PrefillTask::Kind::kScore && p->score_yes >= 0;
+  }
+  // Position p's final hidden state is needed for pooling (`last`: p is the last one).
+  bool wants_hidden(int32_t p, bool last) const {
+    const auto& t = group->request.prefill;
+    if (!t || wants_last_logits()) return false;
+    switch (t->pooling) {
+      case PoolingType::kMean: return p < n_prompt;
+      case PoolingType::kCls:
+      case PoolingType::kRank: return p == 0;
+      default: return last;
+    }
+  }
+  // Needs rows of positions a cached prefix would skip (prompt logprobs,
+  // mean or CLS pooling): computes its whole prompt, adopts no prefix.
+  bool computes_whole_prompt() const {
+    if (reports_prompt()) return true;
+    const auto& t = group->request.prefill;
+    return t && !wants_last_logits() && t->pooling != PoolingType::kLast && n_computed < n_prompt;
   }
 };
 

@@ -73,17 +73,22 @@ DecodeWeightsInfo DecoderModel::decode_weights_info() const {
   return w_.decode_store ? w_.decode_store->info() : DecodeWeightsInfo{};
 }
 
-Status DecoderModel::Validate(const Batch& b, const KvCache& kv, std::span<float> logits) const {
+Status DecoderModel::Validate(const Batch& b, const KvCache& kv, const ForwardOutputs& out) const {
   const size_t n = b.tokens.size();
   if (b.positions.size() != n || b.seq_ids.size() != n || b.want_logits.size() != n ||
-      (!b.decode.empty() && b.decode.size() != n)) {
+      (!b.decode.empty() && b.decode.size() != n) || (!b.want_hidden.empty() && b.want_hidden.size() != n)) {
     return InvalidArgument("batch arrays differ in length");
   }
   if (kv.spec() != kv_spec_) return InvalidArgument("KV cache layout does not match the model");
   const int64_t need = b.n_outputs() * config_.n_vocab;
-  if (static_cast<int64_t>(logits.size()) < need) {
-    return InvalidArgument("logits buffer holds " + std::to_string(logits.size()) + " floats, " +
+  if (static_cast<int64_t>(out.logits.size()) < need) {
+    return InvalidArgument("logits buffer holds " + std::to_string(out.logits.size()) + " floats, " +
                            std::to_string(need) + " needed");
+  }
+  const int64_t need_hidden = b.n_hidden_outputs() * config_.n_embd;
+  if (static_cast<int64_t>(out.hidden.size()) < need_hidden) {
+    return InvalidArgument("hidden buffer holds " + std::to_string(out.hidden.size()) + " floats, " +
+                           std::to_string(need_hidden) + " needed");
   }
   for (size_t i = 0; i < n; ++i) {
     if (b.tokens[i] < 0 || b.tokens[i] >= config_.n_vocab) {
@@ -94,13 +99,13 @@ Status DecoderModel::Validate(const Batch& b, const KvCache& kv, std::span<float
   return Status::Ok();
 }
 
-Status DecoderModel::Forward(const Batch& batch, KvCache& kv, std::span<float> logits) {
-  PAGODA_RETURN_IF_ERROR(Validate(batch, kv, logits));
+Status DecoderModel::Run(const Batch& batch, KvCache& kv, const ForwardOutputs& out) {
+  PAGODA_RETURN_IF_ERROR(Validate(batch, kv, out));
   PAGODA_RETURN_IF_ERROR(kv.Prepare(batch));
-  float* out = logits.data();
+  OutCursor cursor{out.logits.data(), out.hidden.data()};
   for (int64_t start = 0; start < batch.size(); start += max_tokens_) {
     stopped_ = false;
-    out = ForwardMicroBatch(batch, start, std::min(max_tokens_, batch.size() - start), kv, out);
+    ForwardMicroBatch(batch, start, std::min(max_tokens_, batch.size() - start), kv, cursor);
     if (stopped_) return DeadlineExceeded("forward interrupted");
   }
   return Status::Ok();
@@ -130,8 +135,8 @@ void DecoderModel::GroupBySequence(const int32_t* seq_ids, int64_t n) {
   }
 }
 
-float* DecoderModel::ForwardMicroBatch(const Batch& b, int64_t start, int64_t n, KvCache& kv,
-                                       float* logits) {
+void DecoderModel::ForwardMicroBatch(const Batch& b, int64_t start, int64_t n, KvCache& kv,
+                                     OutCursor& out) {
   const int64_t n_embd = config_.n_embd;
   const int32_t* positions = b.positions.data() + start;
   const int32_t* seq_ids = b.seq_ids.data() + start;
@@ -147,10 +152,11 @@ float* DecoderModel::ForwardMicroBatch(const Batch& b, int64_t start, int64_t n,
   // Without decode copies every run is one: the phases share the weights.
   const bool one_set = w_.decode_store == nullptr;
   const uint8_t* decode = b.decode.empty() ? nullptr : b.decode.data() + start;
+  const uint8_t* hidden = b.want_hidden.empty() ? nullptr : b.want_hidden.data() + start;
   out_rows_.clear();
   out_decode_.clear();
   for (int64_t t = 0; t < n; ++t) {
-    if (!b.want_logits[start + t]) continue;
+    if (!b.want_logits[start + t] && (hidden == nullptr || !hidden[t])) continue;
     out_rows_.push_back(static_cast<int32_t>(t));
     out_decode_.push_back(decode != nullptr ? decode[t] : 0);
   }
@@ -193,7 +199,7 @@ float* DecoderModel::ForwardMicroBatch(const Batch& b, int64_t start, int64_t n,
       ctx.seq_ids = nullptr;
       ctx.n_seqs = 0;
       ctx.runs = std::span<const PhaseRun>(out_runs_.data(), n_out_runs);
-      if (n_out == 0) return logits;
+      if (n_out == 0) return;
     }
     if (interrupted()) return Stop();  // also between attention and the FFN: half the wait
     kernels::RmsNorm(x, blk.ffn_norm, config_.rms_eps, ctx.n_tokens, n_embd, xn);
@@ -201,9 +207,34 @@ float* DecoderModel::ForwardMicroBatch(const Batch& b, int64_t start, int64_t n,
     AddInPlace(x, y, ctx.n_tokens * n_embd);
   }
   kernels::RmsNorm(x, w_.output_norm, config_.rms_eps, n_out, n_embd, xn);
-  // ctx.runs are the output rows' runs here (the last layer compacted them).
-  PhasedMatMul(w_.output, xn, std::span<const PhaseRun>(out_runs_.data(), n_out_runs), logits, pool_);
-  return logits + n_out * config_.n_vocab;
+  WriteOutputs(b, start, xn, n_out, n_out_runs, out);
+}
+
+void DecoderModel::WriteOutputs(const Batch& b, int64_t start, float* xn, int64_t n_out, int n_out_runs,
+                                OutCursor& out) {
+  const int64_t n_embd = config_.n_embd;
+  int64_t n_logits = 0;
+  bool compacted = false;
+  for (int64_t i = 0; i < n_out; ++i) {
+    const int64_t t = start + out_rows_[i];
+    if (!b.want_hidden.empty() && b.want_hidden[t]) {
+      std::memcpy(out.hidden, xn + i * n_embd, n_embd * sizeof(float));
+      out.hidden += n_embd;
+    }
+    if (!b.want_logits[t]) {
+      compacted = true;
+      continue;
+    }
+    // Rows that want only hidden states leave the head's input.
+    if (n_logits != i) std::memcpy(xn + n_logits * n_embd, xn + i * n_embd, n_embd * sizeof(float));
+    out_decode_[n_logits++] = out_decode_[i];
+  }
+  if (n_logits == 0) return;
+  if (compacted) {
+    n_out_runs = SplitPhaseRuns(out_decode_.data(), n_logits, w_.decode_store == nullptr, out_runs_.data());
+  }
+  PhasedMatMul(w_.output, xn, std::span<const PhaseRun>(out_runs_.data(), n_out_runs), out.logits, pool_);
+  out.logits += n_logits * config_.n_vocab;
 }
 
 }  // namespace pagoda

@@ -45,27 +45,31 @@ class DecoderModel final : public Model {
 
   const ModelConfig& config() const override { return config_; }
   const KvCacheSpec& kv_cache_spec() const override { return kv_spec_; }
-  Status Forward(const Batch& batch, KvCache& kv, std::span<float> logits) override;
+  Status Run(const Batch& batch, KvCache& kv, const ForwardOutputs& out) override;
   DecodeWeightsInfo decode_weights_info() const override;
   int64_t expert_bytes_read() const override { return stats_.expert_bytes; }
 
  private:
   DecoderModel(std::shared_ptr<const GgufFile> file, ModelConfig config, DecoderWeights weights,
                ThreadPool& pool, const ModelOptions& options);
-  Status Validate(const Batch& batch, const KvCache& kv, std::span<float> logits) const;
-  // Tokens [start, start + n) of the batch; returns the logits row after the last written.
+  Status Validate(const Batch& batch, const KvCache& kv, const ForwardOutputs& out) const;
+  // Where the next output rows go.
+  struct OutCursor {
+    float* logits;
+    float* hidden;
+  };
+  // Tokens [start, start + n) of the batch; advances `out` past the rows written.
   // Sets stopped_ when interrupted (Model::set_interrupt).
-  float* ForwardMicroBatch(const Batch& batch, int64_t start, int64_t n, KvCache& kv, float* logits);
+  void ForwardMicroBatch(const Batch& batch, int64_t start, int64_t n, KvCache& kv, OutCursor& out);
+  // The head over the output rows' final normalised states xn [n_out, n_embd].
+  void WriteOutputs(const Batch& batch, int64_t start, float* xn, int64_t n_out, int n_out_runs, OutCursor& out);
   void GroupBySequence(const int32_t* seq_ids, int64_t n);
 
   std::shared_ptr<const GgufFile> file_;  // keeps the weight views valid
   ModelConfig config_;
   DecoderWeights w_;
   KvCacheSpec kv_spec_;
-  float* Stop() {
-    stopped_ = true;
-    return nullptr;
-  }
+  void Stop() { stopped_ = true; }
   bool stopped_ = false;  // the last micro-batch stopped on an interrupt
   ForwardStats stats_;  // accumulated over every Forward
   ThreadPool& pool_;

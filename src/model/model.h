@@ -36,6 +36,16 @@ struct ModelOptions {
   bool mla_decompress = false;
 };
 
+// What one forward step writes: logits rows [tokens with want_logits,
+// n_vocab] and hidden rows [tokens with want_hidden, n_embd], each in batch
+// order. `hidden` is the final hidden state: after the last norm for decoders
+// (what the LM head reads), the last layer's output for encoders (what the
+// pooler reads). Either span may be empty when the batch asks for none.
+struct ForwardOutputs {
+  std::span<float> logits;
+  std::span<float> hidden;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -56,7 +66,27 @@ class Model {
   // order: [batch.n_outputs(), n_vocab] floats. Errors (bad token id, bad
   // position or sequence, KV cache full, wrong cache layout, logits too
   // small) are reported before anything is written.
-  virtual Status Forward(const Batch& batch, KvCache& kv, std::span<float> logits) = 0;
+  Status Forward(const Batch& batch, KvCache& kv, std::span<float> logits) {
+    return Run(batch, kv, ForwardOutputs{logits, {}});
+  }
+  // The same, also writing the hidden rows of the tokens with want_hidden.
+  virtual Status Run(const Batch& batch, KvCache& kv, const ForwardOutputs& out) = 0;
+
+  // Embedding and scoring (docs/EMBEDDINGS.md). An encoder (bert) attends in
+  // both directions: each batch must hold every sequence whole (positions
+  // 0..n-1 in one step) and the KV cache is only a layout placeholder.
+  virtual bool causal() const { return true; }
+  // Has an LM head (logits): decoders yes, bert encoders no.
+  virtual bool generates() const { return true; }
+  // Outputs of the classifier head (cross-encoder rerankers, pooling kRank);
+  // 0 when the model has none.
+  virtual int64_t n_classifier_outputs() const { return 0; }
+  // Applies the classifier head to a pooled vector: [n_embd] -> [n_classifier_outputs].
+  virtual Status Classify(std::span<const float> pooled, std::span<float> out) const {
+    (void)pooled;
+    (void)out;
+    return FailedPrecondition("the model has no classifier head");
+  }
 
   // Interruption: while `*flag` is true, Forward stops at its next layer
   // boundary and returns DeadlineExceeded ("interrupted"), having written K/V

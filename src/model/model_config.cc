@@ -239,7 +239,22 @@ Result<ModelConfig> ReadModelConfig(const GgufFile& file, const std::string& arc
     return r.Error("tensor 'token_embd.weight' has " + std::to_string(c.n_vocab) + " rows (vocab)");
   }
   c.tied_output = file.FindTensor("output.weight") == nullptr;
+  int64_t pooling;
+  PAGODA_ASSIGN_OR_RETURN(pooling, r.IntOr("pooling_type", -1, -1, 4));
+  c.pooling = static_cast<PoolingType>(pooling);
   return c;
+}
+
+const char* PoolingTypeName(PoolingType p) {
+  switch (p) {
+    case PoolingType::kUnspecified: return "unspecified";
+    case PoolingType::kNone: return "none";
+    case PoolingType::kMean: return "mean";
+    case PoolingType::kCls: return "cls";
+    case PoolingType::kLast: return "last";
+    case PoolingType::kRank: return "rank";
+  }
+  return "unknown";
 }
 
 }  // namespace pagoda

@@ -52,6 +52,12 @@ struct YarnConfig {
   double attn_mscale = 1.0;  // 1 + log_mul * ln(factor); log_mul = yarn_log_multiplier or 0.1
 };
 
+// How an embedding model turns per-token hidden states into one vector:
+// <arch>.pooling_type, with llama.cpp's numbering (kRank: the CLS vector
+// through the classifier head, a cross-encoder's relevance score).
+enum class PoolingType : int8_t { kUnspecified = -1, kNone = 0, kMean = 1, kCls = 2, kLast = 3, kRank = 4 };
+const char* PoolingTypeName(PoolingType p);
+
 struct ModelConfig {
   std::string arch;          // general.architecture, e.g. "llama"
   int64_t n_vocab = 0;       // rows of token_embd.weight
@@ -80,6 +86,7 @@ struct ModelConfig {
   // Blocks in the file beyond n_layer (glm4moe NextN / MTP layers): their
   // tensors are present but the forward pass skips them.
   int64_t n_layer_skipped = 0;
+  PoolingType pooling = PoolingType::kUnspecified;  // <arch>.pooling_type when present
 };
 
 // Which RoPE pairing an architecture uses; the file does not say.

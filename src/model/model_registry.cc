@@ -29,6 +29,7 @@ const ArchRegistry& ArchRegistry::Builtin() {
     RegisterQwen3Moe(r);
     RegisterDeepseek2(r);
     RegisterGlm4Moe(r);
+    RegisterBert(r);
     return r;
   }();
   return registry;

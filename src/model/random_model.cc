@@ -241,7 +241,8 @@ Result<GgufWriter> MetadataWriter(const RandomModelSpec& spec) {
   GgufWriter w;
   random_model::WriteMetadata(spec, w.metadata());
   if (TokenizerVocabSize(spec.tokenizer) < 0) {
-    PAGODA_ASSIGN_OR_RETURN(GgufMetadata vocab, MakeSyntheticVocab(spec.n_vocab));
+    PAGODA_ASSIGN_OR_RETURN(GgufMetadata vocab, spec.arch == "bert" ? MakeSyntheticWordPieceVocab(spec.n_vocab)
+                                                                     : MakeSyntheticVocab(spec.n_vocab));
     for (const auto& [key, value] : vocab.entries()) w.metadata().Set(key, value);
   }
   // The caller's tokenizer.* keys; with a synthetic vocabulary only those it
@@ -264,6 +265,27 @@ bool IsWeightType(DType t) {
 
 int HeadDim(const RandomModelSpec& s) { return s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_head; }
 
+// The encoder's own rules: plain multi-head attention (the file has no
+// head_count_kv / key_length), no experts, a classifier head only for bert.
+Status ValidateEncoder(const RandomModelSpec& s) {
+  if (s.pooling_type < -1 || s.pooling_type > 4) {
+    return InvalidArgument("random model: pooling_type " + std::to_string(s.pooling_type) + " is outside [-1, 4]");
+  }
+  if (s.n_cls_out < 0 || s.n_cls_out > (1 << 16)) return InvalidArgument("random model: n_cls_out must be in [0, 65536]");
+  if (s.arch != "bert") {
+    if (s.n_cls_out != 0) return InvalidArgument("random model: n_cls_out (a classifier head) is for bert");
+    return Status::Ok();
+  }
+  if (s.n_head_kv != s.n_head || s.head_dim != 0 || s.n_embd % s.n_head != 0) {
+    return InvalidArgument("random model: bert needs n_head_kv = n_head, head_dim 0 and n_embd a multiple of n_head");
+  }
+  if (s.n_expert != 0) return InvalidArgument("random model: bert has no experts");
+  if (s.pooling_type == 4 && s.n_cls_out == 0) {
+    return InvalidArgument("random model: pooling rank needs a classifier head (n_cls_out > 0)");
+  }
+  return Status::Ok();
+}
+
 Status CheckRowType(const char* what, int64_t ne0, DType t) {
   const DTypeInfo& info = GetDTypeInfo(t);
   if (ne0 % info.block_size != 0) {
@@ -276,11 +298,12 @@ Status CheckRowType(const char* what, int64_t ne0, DType t) {
 }  // namespace
 
 Status ValidateRandomModelSpec(const RandomModelSpec& s) {
-  static const char* const kArchs[] = {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "deepseek2", "glm4moe"};
+  static const char* const kArchs[] = {"llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "deepseek2", "glm4moe", "bert"};
   if (std::find(std::begin(kArchs), std::end(kArchs), s.arch) == std::end(kArchs)) {
     return InvalidArgument("random model: unsupported architecture '" + s.arch +
-                           "' (llama, qwen2, qwen3, qwen2moe, qwen3moe, deepseek2, glm4moe)");
+                           "' (llama, qwen2, qwen3, qwen2moe, qwen3moe, deepseek2, glm4moe, bert)");
   }
+  PAGODA_RETURN_IF_ERROR(ValidateEncoder(s));
   const bool mla = s.arch == "deepseek2";
   auto in_range = [](const char* what, int v, int lo, int hi) -> Status {
     if (v < lo || v > hi) {

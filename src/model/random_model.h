@@ -6,7 +6,9 @@
 // "deepseek2" (multi-head latent attention in the early attn_kv_b layout or
 // the current attn_k_b / attn_v_b one, optional query LoRA, softmax or
 // sigmoid routing with the V3 selection bias, expert groups, leading dense
-// layers, YaRN) and "glm4moe" (partial NeoX rotary, QKV biases, NextN blocks).
+// layers, YaRN) and "glm4moe" (partial NeoX rotary, QKV biases, NextN blocks),
+// and the "bert" encoder (embeddings, cross-encoders with a classifier head;
+// a synthetic WordPiece vocabulary unless `tokenizer` carries one).
 // Weights are drawn deterministically from a seed. Used by `pagoda
 // make-model`, the demo model of `pagoda generate`, tests and benchmarks
 // (shapes of real models without their weights).
@@ -41,7 +43,7 @@
 namespace pagoda {
 
 struct RandomModelSpec {
-  // "llama" | "qwen2" | "qwen3" | "qwen2moe" | "qwen3moe" | "deepseek2" | "glm4moe"
+  // "llama" | "qwen2" | "qwen3" | "qwen2moe" | "qwen3moe" | "deepseek2" | "glm4moe" | "bert"
   std::string arch = "llama";
   std::string name = "pagoda-random";  // general.name
   int n_embd = 256;
@@ -57,7 +59,13 @@ struct RandomModelSpec {
   // Informational: the RoPE pairing is implied by the architecture (qwen2 and
   // qwen3 use NeoX, llama does not); nothing in the file records it.
   bool rope_neox = false;
-  float rms_eps = 1e-5f;
+  float rms_eps = 1e-5f;     // bert: written as attention.layer_norm_epsilon
+  // <arch>.pooling_type (llama.cpp numbering: 0 none, 1 mean, 2 cls, 3 last,
+  // 4 rank); -1 = key not written.
+  int pooling_type = -1;
+  // bert: outputs of the classifier head (cls [n_embd -> n_embd] + tanh, then
+  // cls.output [n_embd -> n_cls_out]); 0 = no head. Rerankers have 1.
+  int n_cls_out = 0;
   // Llama-3-style per-frequency divisors, written as the F32 tensor
   // rope_freqs.weight [head_dim / 2]; empty = none.
   std::vector<float> rope_freq_factors;
@@ -113,8 +121,8 @@ struct RandomModelSpec {
 
   uint64_t seed = 0;
   // tokenizer.* keys are copied from here (e.g. the metadata of another
-  // GGUF). Without tokenizer.ggml.tokens a synthetic SPM vocabulary of
-  // n_vocab tokens is generated (synthetic_vocab.h) and only the keys it
+  // GGUF). Without tokenizer.ggml.tokens a synthetic vocabulary of n_vocab
+  // tokens is generated (synthetic_vocab.h: SPM, WordPiece for bert) and only the keys it
   // does not define (a chat template, say) are taken from here.
   GgufMetadata tokenizer;
   int n_threads = 0;  // 0 = hardware concurrency; never changes the bytes
@@ -135,7 +143,8 @@ Status WriteRandomModel(const RandomModelSpec& spec, const std::string& path);
 
 // Named shapes of real models for `make-model --preset` (benchmarks): sets the
 // architecture and size fields of `spec`, leaving types, seed and tokenizer.
-// "qwen3-30b-a3b", "kanana-2-30b-a3b", "qwen2moe-a2.7b".
+// "qwen3-30b-a3b", "kanana-2-30b-a3b", "qwen2moe-a2.7b", "bert-base",
+// "bert-base-reranker".
 Status ApplyRandomModelPreset(const std::string& name, RandomModelSpec& spec);
 std::vector<std::string> RandomModelPresetNames();
 

@@ -70,6 +70,7 @@ class Planner {
   explicit Planner(const RandomModelSpec& s) : s_(s), wt_(s.weight_type) {}
 
   std::vector<TensorPlan> Plan() {
+    if (s_.arch == "bert") return Bert();
     const int64_t n_embd = s_.n_embd, n_vocab = VocabSize(s_);
     // Tied: the embedding is also the LM head, so it is scaled like one.
     Mat("token_embd.weight", wt_, n_embd, n_vocab, s_.tied_output ? Sigma(0.6f, n_embd) : 1.0f);
@@ -140,6 +141,45 @@ class Planner {
       Norm(b + "attn_k_norm.weight", hd);
     }
     Mat(b + "attn_output.weight", wt_, q_dim, n_embd, Sigma(0.15f, q_dim));
+  }
+
+  // llama.cpp's converter layout: position_embd and token_types stay F32
+  // (its always-F32 list); LayerNorms are weight 1 + N(0, 0.1), bias N(0, 0.1).
+  std::vector<TensorPlan> Bert() {
+    const int64_t n_embd = s_.n_embd, n_ff = s_.n_ff, n_vocab = VocabSize(s_);
+    Mat("token_embd.weight", wt_, n_embd, n_vocab, 1.0f);
+    p_.push_back(Drawn("token_types.weight", DType::kF32, {n_embd, 2}, 0.0f, 0.5f));
+    p_.push_back(Drawn("position_embd.weight", DType::kF32, {n_embd, s_.n_ctx}, 0.0f, 0.5f));
+    NormBias("token_embd_norm", n_embd);
+    for (int l = 0; l < s_.n_layer; ++l) {
+      const std::string b = "blk." + std::to_string(l) + ".";
+      // Q and K softer than the decoders' (whose inputs are RMS-normed, not
+      // LayerNormed with a bias): scores of order 1, not a near-argmax softmax.
+      for (const char* m : {"attn_q", "attn_k", "attn_v"}) {
+        Mat(b + m + ".weight", wt_, n_embd, n_embd, Sigma(m[5] == 'v' ? 0.2f : 0.1f, n_embd));
+        Bias(b + m + ".bias", n_embd);
+      }
+      Mat(b + "attn_output.weight", wt_, n_embd, n_embd, Sigma(0.15f, n_embd));
+      Bias(b + "attn_output.bias", n_embd);
+      NormBias(b + "attn_output_norm", n_embd);
+      Mat(b + "ffn_up.weight", wt_, n_embd, n_ff, Sigma(0.3f, n_embd));
+      Bias(b + "ffn_up.bias", n_ff);
+      Mat(b + "ffn_down.weight", wt_, n_ff, n_embd, Sigma(0.15f, n_ff, 256.0));
+      Bias(b + "ffn_down.bias", n_embd);
+      NormBias(b + "layer_output_norm", n_embd);
+    }
+    if (s_.n_cls_out > 0) {
+      // RoBERTa-style classification head: cls (dense, tanh), cls.output.
+      Mat("cls.weight", wt_, n_embd, n_embd, Sigma(0.5f, n_embd));
+      Bias("cls.bias", n_embd);
+      Mat("cls.output.weight", wt_, n_embd, s_.n_cls_out, Sigma(1.0f, n_embd));
+      Bias("cls.output.bias", s_.n_cls_out);
+    }
+    return std::move(p_);
+  }
+  void NormBias(const std::string& name, int64_t n) {
+    Norm(name + ".weight", n);
+    Bias(name + ".bias", n);
   }
 
   // q_b and kv_b are scaled from the q_lora 48 / kv_lora 32 of the synthetic
@@ -384,7 +424,26 @@ bool HasExperts(const RandomModelSpec& s) { return s.n_expert > 0; }
 
 std::vector<TensorPlan> PlanTensors(const RandomModelSpec& s) { return Planner(s).Plan(); }
 
+// bert: the keys llama.cpp's converter writes for BertModel (no RoPE; the
+// layer-norm epsilon from rms_eps; attention.causal false).
+void WriteBertMetadata(const RandomModelSpec& s, GgufMetadata& md) {
+  md.Set("general.architecture", std::string("bert"));
+  md.Set("general.name", s.name);
+  md.Set("general.file_type", FileType(s.weight_type, false));
+  if (IsQuantized(s.weight_type)) md.Set("general.quantization_version", uint32_t{2});
+  md.Set("bert.context_length", uint32_t(s.n_ctx));
+  md.Set("bert.embedding_length", uint32_t(s.n_embd));
+  md.Set("bert.block_count", uint32_t(s.n_layer));
+  md.Set("bert.feed_forward_length", uint32_t(s.n_ff));
+  md.Set("bert.attention.head_count", uint32_t(s.n_head));
+  md.Set("bert.attention.layer_norm_epsilon", s.rms_eps);
+  md.Set("bert.attention.causal", false);
+  if (s.pooling_type >= 0) md.Set("bert.pooling_type", uint32_t(s.pooling_type));
+  md.Set("bert.vocab_size", uint32_t(VocabSize(s)));
+}
+
 void WriteMetadata(const RandomModelSpec& s, GgufMetadata& md) {
+  if (s.arch == "bert") return WriteBertMetadata(s, md);
   const std::string& a = s.arch;
   const int hd = HeadDim(s);
   const bool mla = IsMla(s), moe = HasExperts(s);
@@ -469,7 +528,9 @@ Status ValidateMoeMla(const RandomModelSpec& s) {
 
 namespace pagoda {
 
-std::vector<std::string> RandomModelPresetNames() { return {"qwen3-30b-a3b", "kanana-2-30b-a3b", "qwen2moe-a2.7b"}; }
+std::vector<std::string> RandomModelPresetNames() {
+  return {"qwen3-30b-a3b", "kanana-2-30b-a3b", "qwen2moe-a2.7b", "bert-base", "bert-base-reranker"};
+}
 
 Status ApplyRandomModelPreset(const std::string& name, RandomModelSpec& s) {
   if (name == "qwen3-30b-a3b") {
@@ -499,6 +560,15 @@ Status ApplyRandomModelPreset(const std::string& name, RandomModelSpec& s) {
     s.n_embd = 2048, s.n_layer = 16, s.n_head = 16, s.n_head_kv = 4, s.head_dim = 0;
     s.n_ff = 5632, s.n_expert = 64, s.n_expert_used = 8, s.n_ff_exp = 768, s.n_ff_shexp = 2048;
     s.n_vocab = 32000, s.n_ctx = 4096, s.rope_base = 1e6f, s.rms_eps = 1e-6f, s.rope_neox = true;
+  } else if (name == "bert-base" || name == "bert-base-reranker") {
+    // bert-base-uncased / BAAI bge-base-en-v1.5 (embedding, CLS pooling) and
+    // bge-reranker-base's shape (cross-encoder: rank pooling, one score).
+    s.arch = "bert";
+    s.n_embd = 768, s.n_layer = 12, s.n_head = 12, s.n_head_kv = 12, s.head_dim = 0, s.n_ff = 3072;
+    s.n_vocab = 30522, s.n_ctx = 512, s.rms_eps = 1e-12f;
+    const bool rerank = name == "bert-base-reranker";
+    s.pooling_type = rerank ? 4 : 2;
+    s.n_cls_out = rerank ? 1 : 0;
   } else {
     std::string names;
     for (const std::string& n : RandomModelPresetNames()) names += (names.empty() ? "" : ", ") + n;

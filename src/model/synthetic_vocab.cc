@@ -85,15 +85,54 @@ void FillPieces(PieceList& list) {
   }
 }
 
-}  // namespace
-
-Result<GgufMetadata> MakeSyntheticVocab(int32_t n_vocab) {
+Status CheckSize(int32_t n_vocab) {
   if (n_vocab < kSyntheticVocabMinSize || n_vocab > kSyntheticVocabMaxSize) {
     return InvalidArgument("synthetic vocabulary size must be in [" +
                            std::to_string(kSyntheticVocabMinSize) + ", " +
                            std::to_string(kSyntheticVocabMaxSize) + "], got " +
                            std::to_string(n_vocab));
   }
+  return Status::Ok();
+}
+
+// Fills tokens (and types, and scores when given) up to n_vocab with the
+// pieces of FillPieces, as normal tokens with descending scores.
+void AppendPieces(int32_t n_vocab, std::vector<std::string>& tokens, std::vector<int32_t>& types,
+                  std::vector<float>* scores) {
+  PieceList list(size_t(n_vocab) - tokens.size());
+  FillPieces(list);
+  for (size_t i = 0; i < list.pieces().size(); ++i) {
+    tokens.push_back(std::move(list.pieces()[i]));
+    if (scores != nullptr) scores->push_back(-float(i));
+    types.push_back(1);  // normal
+  }
+  // 5-letter strings alone give 2 * 26^5 pieces, far above the maximum size.
+  PAGODA_CHECK(tokens.size() == size_t(n_vocab)) << tokens.size() << " != " << n_vocab;
+}
+
+}  // namespace
+
+Result<GgufMetadata> MakeSyntheticWordPieceVocab(int32_t n_vocab) {
+  PAGODA_RETURN_IF_ERROR(CheckSize(n_vocab));
+  std::vector<std::string> tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+  std::vector<int32_t> types = {3, 2, 3, 3, 3};  // control, unknown, control...
+  AppendPieces(n_vocab, tokens, types, nullptr);
+  GgufMetadata md;
+  md.Set("tokenizer.ggml.model", "bert");
+  md.Set("tokenizer.ggml.pre", "bert-bge");
+  md.Set("tokenizer.ggml.tokens", GgufValue::StringArray(tokens));
+  md.Set("tokenizer.ggml.token_type", GgufValue::I32Array(types));
+  md.Set("tokenizer.ggml.token_type_count", uint32_t{2});
+  md.Set("tokenizer.ggml.padding_token_id", uint32_t{0});
+  md.Set("tokenizer.ggml.unknown_token_id", uint32_t{1});
+  md.Set("tokenizer.ggml.cls_token_id", uint32_t{2});
+  md.Set("tokenizer.ggml.seperator_token_id", uint32_t{3});  // sic: gguf-py's spelling
+  md.Set("tokenizer.ggml.mask_token_id", uint32_t{4});
+  return md;
+}
+
+Result<GgufMetadata> MakeSyntheticVocab(int32_t n_vocab) {
+  PAGODA_RETURN_IF_ERROR(CheckSize(n_vocab));
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   std::vector<float> scores(3, 0.0f);
   std::vector<int32_t> types = {2, 3, 3};  // unknown, control, control
@@ -105,15 +144,7 @@ Result<GgufMetadata> MakeSyntheticVocab(int32_t n_vocab) {
     scores.push_back(0.0f);
     types.push_back(6);  // byte
   }
-  PieceList list(size_t(n_vocab) - tokens.size());
-  FillPieces(list);
-  for (size_t i = 0; i < list.pieces().size(); ++i) {
-    tokens.push_back(std::move(list.pieces()[i]));
-    scores.push_back(-float(i));
-    types.push_back(1);  // normal
-  }
-  // 5-letter strings alone give 2 * 26^5 pieces, far above the maximum size.
-  PAGODA_CHECK(tokens.size() == size_t(n_vocab)) << tokens.size() << " != " << n_vocab;
+  AppendPieces(n_vocab, tokens, types, &scores);
 
   GgufMetadata md;
   md.Set("tokenizer.ggml.model", "llama");

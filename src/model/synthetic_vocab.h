@@ -24,4 +24,11 @@ inline constexpr int32_t kSyntheticVocabMaxSize = 1 << 20;
 // n_vocab in [kSyntheticVocabMinSize, kSyntheticVocabMaxSize]. Deterministic.
 Result<GgufMetadata> MakeSyntheticVocab(int32_t n_vocab);
 
+// The same pieces as a WordPiece ("bert") vocabulary in llama.cpp's GGUF
+// form (a word-start piece carries U+2581, a continuation is bare, as the
+// converter rewrites "##x"): 0 [PAD], 1 [UNK], 2 [CLS], 3 [SEP], 4 [MASK]
+// (cls_token_id / seperator_token_id etc. set, as the bge vocabulary), then
+// the pieces; no byte tokens (unknown words become [UNK]). Same size limits.
+Result<GgufMetadata> MakeSyntheticWordPieceVocab(int32_t n_vocab);
+
 }  // namespace pagoda

@@ -96,6 +96,7 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
     if (id != kNoToken && tokenizer.TokenToPiece(id, false).empty()) ctx.marker_tokens.emplace_back(id, m);
   }
   ctx.grammar_cache = &st.grammar_cache;
+  ctx.abilities = ModelAbilitiesOf(model, tokenizer, engine);
   ctx.model_id = options.model_id;
   ctx.created = api::UnixTimeNow();
   ctx.n_ctx = engine.n_ctx;
@@ -125,6 +126,8 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
   AddModelRoutes(router, ctx);
   AddMetricsRoutes(router, ctx);
   AddTokenizeRoutes(router, ctx);
+  AddEmbeddingRoutes(router, ctx);
+  AddRerankRoutes(router, ctx);
   if (!st.api_key.empty()) {
     // The single static key of --api-key keeps working over plain HTTP, as
     // before; the control plane's tenant and admin keys need TLS.

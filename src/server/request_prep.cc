@@ -12,6 +12,13 @@ std::optional<api::ApiError> CheckModel(const ServeContext& ctx, const std::stri
   return api::ModelNotFound(model);
 }
 
+std::optional<api::ApiError> CheckGenerates(const ServeContext& ctx) {
+  if (ctx.abilities.generates) return std::nullopt;
+  return api::InvalidValue("model", "The model '" + ctx.model_id +
+                                        "' is an embedding model: it serves /v1/embeddings, /v1/rerank and "
+                                        "/v1/score, not text generation.");
+}
+
 std::optional<api::ApiError> CheckQueueFits(const ServeContext& ctx, int64_t n_prompts, int n) {
   const int64_t n_sequences = n_prompts * n;
   if (n_sequences <= ctx.max_waiting) return std::nullopt;

@@ -22,6 +22,10 @@ inline constexpr const char* kSystemFingerprint = "fp_pagoda";
 // 404 model_not_found unless `model` is "" or the served model's name.
 std::optional<api::ApiError> CheckModel(const ServeContext& ctx, const std::string& model);
 
+// 400 naming `model` when the served model does not generate text (an
+// embedding model or cross-encoder), for /v1/chat/completions and /v1/completions.
+std::optional<api::ApiError> CheckGenerates(const ServeContext& ctx);
+
 // 400 invalid_value naming `n` when n_prompts x n sequences exceed the
 // engine's waiting queue: such a request could never be admitted, and a 429
 // would have the client retry forever.

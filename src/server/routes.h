@@ -12,5 +12,7 @@ void AddCompletionRoutes(http::Router& router, ServeContext& ctx);  // POST /v1/
 void AddModelRoutes(http::Router& router, ServeContext& ctx);       // GET /v1/models, GET /health
 void AddMetricsRoutes(http::Router& router, ServeContext& ctx);     // GET /metrics
 void AddTokenizeRoutes(http::Router& router, ServeContext& ctx);    // POST /tokenize, /detokenize
+void AddEmbeddingRoutes(http::Router& router, ServeContext& ctx);   // POST /v1/embeddings
+void AddRerankRoutes(http::Router& router, ServeContext& ctx);      // POST /v1/rerank, /v1/score
 
 }  // namespace pagoda::server

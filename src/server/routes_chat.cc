@@ -74,6 +74,7 @@ void HandleChat(ServeContext& ctx, const http::Request& request, std::shared_ptr
   if (!req.ok()) return fail(req.error());
   const api::GenerationOptions& o = req->options;
   if (auto e = CheckModel(ctx, o.model)) return fail(*e);
+  if (auto e = CheckGenerates(ctx)) return fail(*e);
   if (auto e = CheckQueueFits(ctx, 1, o.n)) return fail(*e);
   if (auto e = api::CheckLogitBias(o, ctx.tokenizer->vocab_size())) return fail(*e);
   // tool_choice "none" keeps the tools out of the prompt altogether.

@@ -66,6 +66,7 @@ void HandleCompletion(ServeContext& ctx, const http::Request& request, std::shar
   if (!req.ok()) return fail(req.error());
   const api::GenerationOptions& o = req->options;
   if (auto e = CheckModel(ctx, o.model)) return fail(*e);
+  if (auto e = CheckGenerates(ctx)) return fail(*e);
   if (auto e = api::CheckLogitBias(o, ctx.tokenizer->vocab_size())) return fail(*e);
   if (auto e = CheckQueueFits(ctx, static_cast<int64_t>(req->prompts.size()), o.n)) return fail(*e);
   chat::ConstraintRequest cr;

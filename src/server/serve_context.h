@@ -17,6 +17,7 @@
 #include "control/control_plane.h"
 #include "chat/prompt_encoding.h"
 #include "engine/engine.h"
+#include "server/model_abilities.h"
 #include "http/server.h"
 #include "kvtransfer/transfer_inbox.h"
 #include "sampling/grammar/grammar_cache.h"
@@ -52,6 +53,7 @@ struct ServeContext {
   // their text goes to the output parser although it decodes to nothing.
   std::vector<std::pair<TokenId, std::string>> marker_tokens;
   grammar::GrammarCache* grammar_cache = nullptr;  // compiled constraints (thread-safe)
+  ModelAbilities abilities;
   std::string model_id;  // the name /v1/models lists and requests must use
   int64_t created = 0;   // model card's `created`
   int32_t n_ctx = 0;

@@ -1,5 +1,7 @@
 #include "tenancy/api_key.h"
 
+#include "base/base64.h"
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -22,30 +24,6 @@ std::string Hex(const unsigned char* p, size_t n) {
   return s;
 }
 
-std::string Base64Url(const unsigned char* p, size_t n) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  out.reserve((n * 4 + 2) / 3);
-  size_t i = 0;
-  for (; i + 3 <= n; i += 3) {
-    const uint32_t v = (uint32_t(p[i]) << 16) | (uint32_t(p[i + 1]) << 8) | p[i + 2];
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  if (n - i == 1) {
-    const uint32_t v = uint32_t(p[i]) << 16;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-  } else if (n - i == 2) {
-    const uint32_t v = (uint32_t(p[i]) << 16) | (uint32_t(p[i + 1]) << 8);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -53,7 +31,7 @@ Result<GeneratedKey> GenerateKey() {
   unsigned char bytes[32];
   if (RAND_bytes(bytes, sizeof(bytes)) != 1) return IoError("api key: the OpenSSL random generator failed");
   GeneratedKey k;
-  k.secret = std::string(kKeyPrefix) + Base64Url(bytes, sizeof(bytes));
+  k.secret = std::string(kKeyPrefix) + Base64Encode(bytes, sizeof(bytes), Base64Alphabet::kUrlNoPad);
   OPENSSL_cleanse(bytes, sizeof(bytes));
   PAGODA_ASSIGN_OR_RETURN(k.id, RandomId("key_"));
   return k;

@@ -32,12 +32,16 @@
 #                     the uncached answer (text and logprobs), restart, corrupted block recomputed, other fingerprint
 #   pd_disagg         --role prefill / decode pairs: token-identical to colocated (same precision, and Q8_0+FP8
 #                     prefill -> q4_0+FP8 decode), f16 -> FP8 conversion, dead / stalled / malformed transfers
+#   embeddings        /v1/embeddings through the openai client (float, base64, dimensions) and LangChain.js,
+#                     batch invariance among 64 inputs and generation, echo + max_tokens 0, bad input; with a
+#                     make-model bert cross-encoder: /v1/rerank == /v1/score per pair, top_n, wrong endpoints
 #   tls               https on `pagoda serve --tls-cert/--tls-key` and on a TLS gateway (plain and https replicas):
 #                     openai client chat + stream, plain HTTP gets 400, untrusted CA fails, SIGHUP reloads the cert
 find_program(PAGODA_NODE node)
 if(PAGODA_NODE)
   foreach(suite serve_openai batch_invariance cache_invariance bad_input soak pressure kv_integrity structured_outputs
-                gateway kv_events gateway_cluster gateway_rollout gateway_tls tls mla_kv_capacity batch_api kv_offload pd_disagg)
+                gateway kv_events gateway_cluster gateway_rollout gateway_tls tls mla_kv_capacity batch_api kv_offload pd_disagg
+                embeddings)
     add_test(NAME e2e_${suite}
              COMMAND ${PAGODA_NODE} ${CMAKE_CURRENT_LIST_DIR}/${suite}.test.mjs
                      $<TARGET_FILE:pagoda_cli> ${PAGODA_TESTDATA_DIR}/stories260K.gguf

@@ -181,7 +181,7 @@ TEST(EngineTest, RejectsInvalidRequests) {
   EXPECT_EQ(engine->Submit(Greedy({}, 2)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(engine->Submit(Greedy(Ramp(128), 2)).status().code(), StatusCode::kInvalidArgument);  // n_ctx 128
   EXPECT_EQ(engine->Submit(Greedy({1, 64}, 2)).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(engine->Submit(Greedy(Ramp(4), 0)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->Submit(Greedy(Ramp(4), -1)).status().code(), StatusCode::kInvalidArgument);
   EngineRequest r = Greedy(Ramp(4), 2);
   r.top_logprobs = 21;
   EXPECT_EQ(engine->Submit(r).status().code(), StatusCode::kInvalidArgument);

@@ -45,7 +45,8 @@ class FakeModel final : public Model {
     return out;
   }
 
-  Status Forward(const Batch& batch, KvCache& kv, std::span<float> logits) override {
+  Status Run(const Batch& batch, KvCache& kv, const ForwardOutputs& outputs) override {
+    const std::span<float> logits = outputs.logits;
     if (static_cast<int64_t>(logits.size()) < batch.n_outputs() * kVocab) return InvalidArgument("logits too small");
     if (kv.type() != KvType::kF32) return InvalidArgument("FakeModel needs an f32 KV cache");
     PAGODA_RETURN_IF_ERROR(kv.Prepare(batch));

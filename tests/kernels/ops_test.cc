@@ -55,6 +55,68 @@ TEST(RmsNormTest, WorksInPlace) {
   EXPECT_LT(MaxRelError(x, want), 1e-6);
 }
 
+TEST(LayerNormTest, MatchesReference) {
+  for (int64_t n : {1, 7, 64, 768, 2053}) {
+    // A large common offset: the two-pass variance must not cancel.
+    auto x = RandomVector(3 * n, 11, 2.0f);
+    for (float& v : x) v += 40.0f;
+    const auto w = RandomVector(n, 12);
+    const auto b = RandomVector(n, 13);
+    std::vector<float> got(3 * n), want(3 * n);
+    LayerNorm(x.data(), w.data(), b.data(), 1e-12f, 3, n, got.data());
+    LayerNormReference(x.data(), w.data(), b.data(), 1e-12f, 3, n, want.data());
+    if (n == 1) {  // one element: (x - mean) = 0, only the bias remains
+      for (int r = 0; r < 3; ++r) EXPECT_EQ(got[r], b[0]);
+      continue;
+    }
+    EXPECT_LT(MaxRelError(got, want), 2e-6) << "n " << n;  // float products vs double
+    LayerNorm(x.data(), nullptr, nullptr, 1e-5f, 3, n, got.data());
+    LayerNormReference(x.data(), nullptr, nullptr, 1e-5f, 3, n, want.data());
+    EXPECT_LT(MaxRelError(got, want), 2e-6) << "n " << n << " no weight";
+  }
+}
+
+TEST(LayerNormTest, WorksInPlaceAndNormalises) {
+  auto x = RandomVector(256, 14, 5.0f);
+  LayerNorm(x.data(), nullptr, nullptr, 1e-12f, 2, 128, x.data());
+  for (int r = 0; r < 2; ++r) {
+    double mean = 0.0, sq = 0.0;
+    for (int i = 0; i < 128; ++i) mean += x[r * 128 + i];
+    mean /= 128;
+    for (int i = 0; i < 128; ++i) sq += (x[r * 128 + i] - mean) * (x[r * 128 + i] - mean);
+    EXPECT_NEAR(mean, 0.0, 1e-6);
+    EXPECT_NEAR(sq / 128, 1.0, 1e-5);
+  }
+}
+
+TEST(GeluTest, MatchesTanhFormReference) {
+  auto x = RandomVector(1000, 15, 4.0f);
+  x[0] = -100.0f;
+  x[1] = 100.0f;
+  x[2] = 0.0f;
+  x[3] = -9.5f;
+  std::vector<float> got(1000), want(1000);
+  GeluReference(x.data(), 1000, want.data());
+  // Known values of the tanh form: gelu(1) = 0.841192, gelu(-1) = -0.158808.
+  const float ones[2] = {1.0f, -1.0f};
+  float g[2];
+  GeluReference(ones, 2, g);
+  EXPECT_NEAR(g[0], 0.841192f, 1e-6);
+  EXPECT_NEAR(g[1], -0.158808f, 1e-6);
+  const Isa saved = ActiveIsa();
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    if (static_cast<int>(isa) > static_cast<int>(DetectedIsa())) continue;
+    SetIsaForTesting(isa);
+    Gelu(x.data(), 1000, got.data());
+    // ExpApprox's 2e-7 relative error plus the float rounding of its
+    // argument (|2u| up to 88: 88 * 6e-8 absolute, that much relative in e^-2u).
+    for (int i = 0; i < 1000; ++i) {
+      ASSERT_NEAR(got[i], want[i], 1e-5 * std::abs(want[i]) + 1e-30) << IsaName(isa) << " x " << x[i];
+    }
+  }
+  SetIsaForTesting(saved);
+}
+
 struct RopeCase {
   bool neox;
   int head_dim;

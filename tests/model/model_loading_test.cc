@@ -82,7 +82,7 @@ Status LoadStatus(const std::string& path) {
 
 TEST(ModelLoadingTest, RegistryKnowsTheArchitectures) {
   const auto names = ArchRegistry::Builtin().Names();
-  EXPECT_EQ(names, (std::vector<std::string>{"deepseek2", "glm4moe", "llama", "qwen2", "qwen2moe", "qwen3",
+  EXPECT_EQ(names, (std::vector<std::string>{"bert", "deepseek2", "glm4moe", "llama", "qwen2", "qwen2moe", "qwen3",
                                               "qwen3moe"}));
 }
 

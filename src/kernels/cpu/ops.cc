@@ -11,6 +11,7 @@
 namespace pagoda::kernels {
 
 using internal::ExpApprox;
+using internal::GeluApprox;
 using internal::SiluApprox;
 
 void RmsNorm(const float* x, const float* w, float eps, int64_t n_rows, int64_t n, float* y) {
@@ -32,6 +33,33 @@ void RmsNorm(const float* x, const float* w, float eps, int64_t n_rows, int64_t 
       for (int64_t j = 0; j < n; ++j) yr[j] = xr[j] * scale * w[j];
     } else {
       for (int64_t j = 0; j < n; ++j) yr[j] = xr[j] * scale;
+    }
+  }
+}
+
+void LayerNorm(const float* x, const float* w, const float* b, float eps, int64_t n_rows, int64_t n,
+               float* y) {
+  PAGODA_CHECK(n > 0 && n_rows >= 0);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    // Two passes (mean, then the centred squares) in double: no cancellation
+    // when the mean is large against the spread.
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += xr[i];
+    const double mean = sum / static_cast<double>(n);
+    double sq = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double d = xr[i] - mean;
+      sq += d * d;
+    }
+    const float m = static_cast<float>(mean);
+    const float scale = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(n) + eps));
+    for (int64_t j = 0; j < n; ++j) {
+      float v = (xr[j] - m) * scale;
+      if (w != nullptr) v *= w[j];
+      if (b != nullptr) v += b[j];
+      yr[j] = v;
     }
   }
 }
@@ -116,6 +144,12 @@ void Softmax(float* x, int64_t n) {
   }
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void Gelu(const float* x, int64_t n, float* out) {
+  if (ActiveIsa() == Isa::kAvx512) return internal::GeluAvx512(x, n, out);
+  if (ActiveIsa() == Isa::kAvx2) return internal::GeluAvx2(x, n, out);
+  for (int64_t i = 0; i < n; ++i) out[i] = GeluApprox(x[i]);
 }
 
 void SiluMul(const float* gate, const float* up, int64_t n, float* out) {

@@ -1,6 +1,8 @@
 // Element-wise and attention ops of the transformer forward pass: RMSNorm,
-// RoPE (adjacent-pair and NeoX orderings, per-frequency factors), softmax,
-// SiLU-gated product and causal GQA attention over a (possibly paged) KV cache.
+// LayerNorm, RoPE (adjacent-pair and NeoX orderings, per-frequency factors),
+// softmax, SiLU-gated product, GELU, causal GQA attention over a (possibly
+// paged) KV cache and bidirectional attention within whole sequences
+// (encoders).
 // Every op has a scalar *Reference twin (double accumulation) that the tests
 // compare against. All buffers are borrowed; nothing here allocates per call
 // except thread-local attention scratch that grows once.
@@ -23,6 +25,15 @@ namespace pagoda::kernels {
 // (row stride n). w may be null (no scale). x and y may alias.
 void RmsNorm(const float* x, const float* w, float eps, int64_t n_rows, int64_t n, float* y);
 void RmsNormReference(const float* x, const float* w, float eps, int64_t n_rows, int64_t n, float* y);
+
+// ---- LayerNorm -------------------------------------------------------------
+// y[r] = (x[r] - mean(x[r])) / sqrt(var(x[r]) + eps) * w + b (ggml_norm then
+// the weight and bias), for n_rows rows of n floats (row stride n); var is the
+// biased (1/n) variance. w and b may be null. x and y may alias.
+void LayerNorm(const float* x, const float* w, const float* b, float eps, int64_t n_rows, int64_t n,
+               float* y);
+void LayerNormReference(const float* x, const float* w, const float* b, float eps, int64_t n_rows,
+                        int64_t n, float* y);
 
 // ---- RoPE ------------------------------------------------------------------
 // Rotation angle of pair i (i < n_rot/2) at position p:
@@ -62,6 +73,12 @@ void SoftmaxReference(float* x, int64_t n);
 // out[i] = silu(gate[i]) * up[i]; out may alias gate or up.
 void SiluMul(const float* gate, const float* up, int64_t n, float* out);
 void SiluMulReference(const float* gate, const float* up, int64_t n, float* out);
+
+// out[i] = gelu(x[i]) in the tanh form ggml_gelu uses (llama.cpp's bert FFN):
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); not the erf form. out may
+// alias x.
+void Gelu(const float* x, int64_t n, float* out);
+void GeluReference(const float* x, int64_t n, float* out);
 
 // ---- Attention ---------------------------------------------------------------
 // Element type of the K/V a cache stores. A property of the cache and its
@@ -165,5 +182,29 @@ void Attention(const AttentionShape& shape, const float* q, int64_t q_stride,
 void AttentionReference(const AttentionShape& shape, const float* q, int64_t q_stride,
                         const int32_t* positions, const AttentionSeq* seqs, int n_seqs,
                         float* out, int64_t out_stride);
+
+// ---- Bidirectional attention (encoders) -------------------------------------
+// One whole sequence of a batch: its rows (indices into q / k / v / out) in
+// position order, rows[j] holding position j. Every query attends to every
+// key of its own sequence; nothing is cached.
+struct DenseSeq {
+  const int32_t* rows = nullptr;
+  int32_t n_rows = 0;
+};
+
+// Multi-head attention without a mask (bert): for each sequence, head h of
+// query row rows[i] attends to keys rows[0..n) of KV head h / (n_head /
+// n_head_kv). f32 throughout; each (sequence, head) is computed alone and
+// sums over keys in position order, so a sequence's output does not depend on
+// the other sequences of the batch or on the thread count.
+//   q: [rows, n_head * head_dim_k] stride q_stride; k: [rows, n_head_kv *
+//   head_dim_k] stride k_stride; v: [rows, n_head_kv * head_dim_v] stride
+//   v_stride; out: [rows, n_head * head_dim_v] stride out_stride.
+void BidirectionalAttention(const AttentionShape& shape, const float* q, int64_t q_stride, const float* k,
+                            int64_t k_stride, const float* v, int64_t v_stride, const DenseSeq* seqs,
+                            int n_seqs, float* out, int64_t out_stride, ThreadPool& pool);
+void BidirectionalAttentionReference(const AttentionShape& shape, const float* q, int64_t q_stride,
+                                     const float* k, int64_t k_stride, const float* v, int64_t v_stride,
+                                     const DenseSeq* seqs, int n_seqs, float* out, int64_t out_stride);
 
 }  // namespace pagoda::kernels

@@ -12,4 +12,8 @@ namespace pagoda::kernels::internal {
 void SiluMulAvx512(const float* gate, const float* up, int64_t n, float* out);
 void SiluMulAvx2(const float* gate, const float* up, int64_t n, float* out);
 
+// out[i] = gelu(x[i]) (GeluApprox). Call only when the ISA is available.
+void GeluAvx512(const float* x, int64_t n, float* out);
+void GeluAvx2(const float* x, int64_t n, float* out);
+
 }  // namespace pagoda::kernels::internal

@@ -10,4 +10,8 @@ void SiluMulAvx512(const float* gate, const float* up, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = SiluApprox(gate[i]) * up[i];
 }
 
+void GeluAvx512(const float* x, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = GeluApprox(x[i]);
+}
+
 }  // namespace pagoda::kernels::internal

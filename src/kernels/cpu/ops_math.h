@@ -33,4 +33,14 @@ namespace pagoda::kernels::internal {
 
 [[gnu::always_inline]] inline float SiluApprox(float x) { return x / (1.0f + ExpApprox(-x)); }
 
+// GELU in its tanh form, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+// the one ggml_gelu computes (llama.cpp's bert FFN), written through
+// 0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u)): no cancellation for negative x, so
+// the relative error stays ExpApprox's.
+[[gnu::always_inline]] inline float GeluApprox(float x) {
+  constexpr float kTwoSqrt2OverPi = 1.59576912160573071175f;  // 2 sqrt(2/pi)
+  const float u2 = kTwoSqrt2OverPi * x * (1.0f + 0.044715f * x * x);
+  return x / (1.0f + ExpApprox(-u2));
+}
+
 }  // namespace pagoda::kernels::internal

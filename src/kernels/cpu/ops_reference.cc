@@ -24,6 +24,24 @@ void RmsNormReference(const float* x, const float* w, float eps, int64_t n_rows,
   }
 }
 
+void LayerNormReference(const float* x, const float* w, const float* b, float eps, int64_t n_rows,
+                        int64_t n, float* y) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* xr = x + r * n;
+    double mean = 0.0;
+    for (int64_t i = 0; i < n; ++i) mean += xr[i];
+    mean /= static_cast<double>(n);
+    double var = 0.0;
+    for (int64_t i = 0; i < n; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+    var /= static_cast<double>(n);
+    const double inv = 1.0 / std::sqrt(var + eps);
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = (xr[i] - mean) * inv * (w != nullptr ? w[i] : 1.0) + (b != nullptr ? b[i] : 0.0);
+      y[r * n + i] = static_cast<float>(v);
+    }
+  }
+}
+
 void RopeReference(float* x, int64_t n_tokens, int64_t row_stride, int n_heads, int head_dim,
                    int n_rot, bool neox, const int32_t* pos, double base, double freq_scale,
                    const float* freq_factors) {
@@ -57,6 +75,52 @@ void SiluMulReference(const float* gate, const float* up, int64_t n, float* out)
   for (int64_t i = 0; i < n; ++i) {
     const double g = gate[i];
     out[i] = static_cast<float>(g / (1.0 + std::exp(-g)) * up[i]);
+  }
+}
+
+void GeluReference(const float* x, int64_t n, float* out) {
+  // 0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u)): the same function without the
+  // cancellation of 1 + tanh(u) for negative u (which loses all digits near
+  // x = -7 even in double).
+  const double k = std::sqrt(2.0 / M_PI);
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    out[i] = static_cast<float>(v / (1.0 + std::exp(-2.0 * k * (v + 0.044715 * v * v * v))));
+  }
+}
+
+void BidirectionalAttentionReference(const AttentionShape& sh, const float* q, int64_t q_stride,
+                                     const float* k, int64_t k_stride, const float* v, int64_t v_stride,
+                                     const DenseSeq* seqs, int n_seqs, float* out, int64_t out_stride) {
+  const int ratio = sh.n_head / sh.n_head_kv;
+  std::vector<double> p;
+  for (int s = 0; s < n_seqs; ++s) {
+    const DenseSeq& seq = seqs[s];
+    p.assign(seq.n_rows, 0.0);
+    for (int32_t i = 0; i < seq.n_rows; ++i) {
+      for (int h = 0; h < sh.n_head; ++h) {
+        const int g = h / ratio;
+        const float* qh = q + seq.rows[i] * q_stride + static_cast<int64_t>(h) * sh.head_dim_k;
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int32_t j = 0; j < seq.n_rows; ++j) {
+          const float* kh = k + seq.rows[j] * k_stride + static_cast<int64_t>(g) * sh.head_dim_k;
+          double dot = 0.0;
+          for (int d = 0; d < sh.head_dim_k; ++d) dot += static_cast<double>(qh[d]) * kh[d];
+          p[j] = dot * sh.scale;
+          mx = std::max(mx, p[j]);
+        }
+        double sum = 0.0;
+        for (int32_t j = 0; j < seq.n_rows; ++j) sum += (p[j] = std::exp(p[j] - mx));
+        float* o = out + seq.rows[i] * out_stride + static_cast<int64_t>(h) * sh.head_dim_v;
+        for (int d = 0; d < sh.head_dim_v; ++d) {
+          double acc = 0.0;
+          for (int32_t j = 0; j < seq.n_rows; ++j) {
+            acc += p[j] * v[seq.rows[j] * v_stride + static_cast<int64_t>(g) * sh.head_dim_v + d];
+          }
+          o[d] = static_cast<float>(acc / sum);
+        }
+      }
+    }
   }
 }
 

@@ -12,5 +12,6 @@ void RegisterQwen2Moe(ArchRegistry& registry);
 void RegisterQwen3Moe(ArchRegistry& registry);
 void RegisterDeepseek2(ArchRegistry& registry);
 void RegisterGlm4Moe(ArchRegistry& registry);
+void RegisterBert(ArchRegistry& registry);
 
 }  // namespace pagoda
