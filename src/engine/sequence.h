@@ -28,6 +28,10 @@ struct RequestGroup {
   // Sequence 0 has computed the whole prompt (or finished): its full blocks
   // are in the prefix cache, so its siblings may be admitted.
   bool prefix_ready = false;
+  // Finished sequences, and the most tokens one of them generated (the
+  // request's max generation tokens, observed when the last one ends).
+  int32_t n_finished = 0;
+  int32_t max_generated = 0;
 };
 
 struct Sequence {
@@ -56,6 +60,7 @@ struct Sequence {
   std::optional<grammar::TokenMatcher> grammar;
   bool grammar_active = false;
   std::string grammar_tail;
+  EngineClock::time_point admitted_time;  // first admission (set with admitted_once)
   std::optional<EngineClock::time_point> first_token_time;
   EngineClock::time_point last_token_time;
 
