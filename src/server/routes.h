@@ -12,5 +12,6 @@ void AddCompletionRoutes(http::Router& router, ServeContext& ctx);  // POST /v1/
 void AddModelRoutes(http::Router& router, ServeContext& ctx);       // GET /v1/models, GET /health
 void AddMetricsRoutes(http::Router& router, ServeContext& ctx);     // GET /metrics
 void AddTokenizeRoutes(http::Router& router, ServeContext& ctx);    // POST /tokenize, /detokenize
+void AddConsoleRoutes(http::Router& router, ServeContext& ctx);     // GET / (web console), /console/api/stats
 
 }  // namespace pagoda::server
