@@ -24,7 +24,8 @@ import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Server, freePort, makeRunner, sleep } from '../e2e/harness.mjs';
+import { writeFileSync } from 'node:fs';
+import { Server, freePort, makeRunner, sleep, startGateway } from '../e2e/harness.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const [bin, modelPath, artifactsArg] = process.argv.slice(2);
@@ -302,6 +303,38 @@ test('dashboard charts update under load and the prefix-cache hit rate rises', a
   await shot(page, 'dashboard-under-load');
   assert.deepEqual(page.errors, []);
   await closePage(page);
+});
+
+test('the gateway dashboard shows each replica, its routing and its engine', async () => {
+  const config = join(dir, 'gateway.toml');
+  writeFileSync(config, `[gateway]\nhealth_interval_ms = 200\n\n[[models]]\nname = "stories"\n` +
+    `served_model_name = "stories260K"\npolicy = "round_robin"\n[[models.deployments]]\nversion = "v1"\n` +
+    `[[models.deployments.replicas]]\nname = "r0"\nurl = "${plain.base}"\n`);
+  const gw = await startGateway(bin, config);
+  try {
+    for (let i = 0; i < 3; ++i) {
+      const r = await fetch(`${gw.base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'stories', max_tokens: 8, messages: [{ role: 'user', content: 'Once upon a time' }] }) });
+      assert.equal(r.status, 200, await r.text());
+    }
+    const page = await openPage(gw.base);
+    await page.goto(`${gw.base}/#/dashboard`);
+    const row = page.locator('[data-testid=replicas] tbody tr');
+    await row.first().waitFor();
+    const cells = await row.first().locator('td').allTextContents();
+    assert.equal(cells[0], 'r0');
+    assert.equal(cells[3], 'healthy');
+    assert.equal(cells[4], 'closed');
+    assert.match(cells[6], /2xx 3/);
+    assert.match(cells[9], /^\d+ \/ \d+$/, `the replica's own running / waiting: ${cells[9]}`);
+    await page.waitForSelector('[data-testid=chart-requests][data-points="2"]', { timeout: 10000 });
+    assert.ok(Number(await page.getAttribute('[data-testid=tile-kv]', 'data-value')) >= 0);
+    await shot(page, 'dashboard-gateway');
+    assert.deepEqual(page.errors, []);
+    await closePage(page);
+  } finally {
+    await gw.stop();
+  }
 });
 
 test('admin: locked without the key; a key made in the page works, revoked it gets 401', async () => {

@@ -96,11 +96,12 @@ export function dashboardPage(root: HTMLElement): () => void {
       h('div', { class: 'table-wrap' }, table(['replica', 'model', 'deployment', 'health', 'circuit', 'active',
         'routed (by status)', 'upstream errors', 'cached tokens predicted / reported', 'running / waiting',
         'KV usage', 'prefix hits'], rows, { 'data-testid': 'replicas' })));
-    const ro = (a.rollouts ?? []).map(r => [String(r.id), String(r.model ?? ''), String(r.state ?? ''),
-      String(r.from_version ?? ''), String(r.to_version ?? ''),
-      r.weight !== undefined ? `${r.weight}%` : r.progress !== undefined ? `${r.progress}%` : '–']);
+    const ro = (a.rollouts ?? []).map(r => [r.model, r.state, r.from_version, r.to_version,
+      h('span', {}, h('progress', { max: 100, value: r.percent, 'aria-label': `${r.model} rollout progress` }),
+        ` ${r.percent}% (step ${Math.min(r.step + 1, r.steps.length)} of ${r.steps.length})`),
+      r.reason ?? '']);
     append(gatewayBox, h('h2', {}, 'Rollouts'),
-      ro.length ? h('div', { class: 'table-wrap' }, table(['id', 'model', 'state', 'from', 'to', 'new version traffic'],
+      ro.length ? h('div', { class: 'table-wrap' }, table(['model', 'state', 'from', 'to', 'new version traffic', 'reason'],
                                                          ro, { 'data-testid': 'rollouts' }))
                 : h('p', { class: 'muted' }, 'No rollout.'));
   }

@@ -16,8 +16,9 @@ export interface ReplicaView {
   cached_tokens?: { predicted: number; reported: number; prompt: number; responses: number };
   engine?: EngineStats | null; engine_error?: string;
 }
-export interface Rollout { id: string; model: string; state: string; from_version?: string; to_version?: string;
-  progress?: number; weight?: number; [k: string]: unknown }
+// As GET /admin/rollouts (gateway/rollout_controller.cc RolloutStatus::ToJson).
+export interface Rollout { model: string; state: string; active: boolean; from_version: string; to_version: string;
+  step: number; steps: number[]; percent: number; reason: string | null }
 export interface StatsAnswer {
   kind: 'serve' | 'gateway'; time_ms: number; model?: string; engine?: EngineStats;
   replicas?: ReplicaView[]; rollouts?: Rollout[]; route_errors?: Record<string, number>;
