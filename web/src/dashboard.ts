@@ -80,7 +80,7 @@ export function dashboardPage(root: HTMLElement): () => void {
       return;
     }
     const rows = (a.replicas ?? []).map((r: ReplicaView) => [
-      r.id, r.model, `${r.deployment}@${r.version}`,
+      r.id, r.model, r.deployment,
       h('span', { class: r.healthy ? 'ok' : 'bad' }, r.healthy ? 'healthy' : 'unhealthy'),
       h('span', { class: r.circuit === 'closed' ? 'ok' : 'bad' }, r.circuit),
       String(r.active_requests),
