@@ -19,7 +19,7 @@
 //    control reached by Tab, no request leaves the page's origin;
 //    screenshots of each page go to the artifacts dir.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -72,6 +72,14 @@ async function openPage(base, width = 1280) {
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   page.errors = errors;
+  return page;
+}
+
+// The playground on `base`, once its model list has loaded.
+async function openPlayground(base, width = 1280) {
+  const page = await openPage(base, width);
+  await page.goto(`${base}/#/playground`);
+  await page.waitForSelector('#pg-model option', { state: 'attached' });
   return page;
 }
 
@@ -189,15 +197,11 @@ test('the console is served with its headers; /v1 paths keep the JSON 404', asyn
 });
 
 test('playground streams an answer and shows its usage, cached tokens and code', async () => {
-  const page = await openPage(plain.base);
-  await page.goto(`${plain.base}/#/playground`);
-  await page.waitForSelector('#pg-model option', { state: 'attached' });
+  const page = await openPlayground(plain.base);
   await page.fill('#pg-system', SYSTEM);
   await page.fill('#pg-temperature', '0');
   await page.fill('#pg-max-tokens', '48');
   // The first answer: streamed deltas and usage from the last chunk.
-  let deltas = 0;
-  page.on('requestfinished', () => {});
   const answer = await sendAndWait(page, 'Once upon a time');
   const text = await answer.locator('[data-testid=answer]').textContent();
   assert.ok(text.length > 0, 'an answer');
@@ -223,16 +227,13 @@ test('playground streams an answer and shows its usage, cached tokens and code',
   assert.match(await page.textContent('#pg-code'), /client\.chat\.completions\.create\(/);
   await page.selectOption('#pg-code-kind', 'js');
   assert.match(await page.textContent('#pg-code'), /new OpenAI\(/);
-  void deltas;
   await shot(page, 'playground-usage');
   assert.deepEqual(page.errors, []);
   await closePage(page);
 });
 
 test('a JSON-schema request renders a valid object', async () => {
-  const page = await openPage(plain.base);
-  await page.goto(`${plain.base}/#/playground`);
-  await page.waitForSelector('#pg-model option', { state: 'attached' });
+  const page = await openPlayground(plain.base);
   await page.selectOption('#pg-format', 'json_schema');
   await page.fill('#pg-max-tokens', '96');
   const answer = await sendAndWait(page, 'Describe a person as JSON.');
@@ -247,9 +248,7 @@ test('a JSON-schema request renders a valid object', async () => {
 });
 
 test('a prompt holding <script> appears as text and runs nothing', async () => {
-  const page = await openPage(plain.base);
-  await page.goto(`${plain.base}/#/playground`);
-  await page.waitForSelector('#pg-model option', { state: 'attached' });
+  const page = await openPlayground(plain.base);
   await page.fill('#pg-max-tokens', '8');
   const evil = '<script>window.__pwned = 1</script><img src="/x" onerror="window.__pwned = 2"><b>bold</b>';
   await sendAndWait(page, evil);
@@ -329,6 +328,9 @@ test('the gateway dashboard shows each replica, its routing and its engine', asy
     assert.match(cells[9], /^\d+ \/ \d+$/, `the replica's own running / waiting: ${cells[9]}`);
     await page.waitForSelector('[data-testid=chart-requests][data-points="2"]', { timeout: 10000 });
     assert.ok(Number(await page.getAttribute('[data-testid=tile-kv]', 'data-value')) >= 0);
+    // One model's figures: the filter restarts the series.
+    await page.selectOption('#dash-model', 'stories');
+    await page.waitForSelector('[data-testid=chart-requests][data-points="2"]', { timeout: 10000 });
     await shot(page, 'dashboard-gateway');
     assert.deepEqual(page.errors, []);
     await closePage(page);
@@ -372,8 +374,13 @@ test('admin: locked without the key; a key made in the page works, revoked it ge
   const stats = await fetch(`${keyed.base}/console/api/stats`, { headers: auth });
   assert.equal(stats.status, 200);
   assert.equal((await stats.json()).kind, 'serve');
+  // A key scoped to another model may not read this server's figures.
+  const scoped = await (await fetch(`${keyed.base}/admin/keys`, { method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ tenant: 'webtest', models: ['another-model'] }) })).json();
+  assert.equal((await fetch(`${keyed.base}/console/api/stats`, { headers: { authorization: `Bearer ${scoped.key}` } })).status, 403);
   // Revoke it in the page: the next request with it gets 401.
-  const keyId = await page.locator('[data-testid=keys] button[data-key-id]').first().getAttribute('data-key-id');
+  const keyId = await page.locator('[data-testid=keys] tr:has(td:text-is("browser")) button[data-key-id]').getAttribute('data-key-id');
   await page.click(`[data-testid=keys] button[data-key-id="${keyId}"]`);
   await page.waitForSelector(`[data-testid=keys] tr:has(td:text-is("${keyId}")) td:text-is("revoked")`);
   assert.equal((await fetch(`${keyed.base}/v1/models`, { headers: auth })).status, 401);
@@ -381,6 +388,9 @@ test('admin: locked without the key; a key made in the page works, revoked it ge
   // Usage, limits and batches render through the same admin key.
   await page.click('#admin-tab-usage');
   await page.waitForSelector('[data-testid=usage]');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#usage-csv')]);
+  const csv = readFileSync(await download.path(), 'utf8');
+  assert.match(csv.split('\n')[0], /requests.*prompt_tokens.*cost/);
   await shot(page, 'admin-usage');
   await page.click('#admin-tab-limits');
   await page.waitForSelector('[data-testid=limits]');
@@ -392,9 +402,7 @@ test('a server killed mid-stream shows an error and the page stays usable', asyn
   const victim = await Server.start(bin, modelPath, NoClient, ['-c', '512']);
   const relay = await startRelay(victim.port);
   try {
-    const page = await openPage(relay.base);
-    await page.goto(`${relay.base}/#/playground`);
-    await page.waitForSelector('#pg-model option', { state: 'attached' });
+    const page = await openPlayground(relay.base);
     await page.fill('#pg-max-tokens', '400');
     await page.fill('#pg-temperature', '0');
     relay.throttle = true;

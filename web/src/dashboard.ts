@@ -5,8 +5,8 @@
 // reported cached tokens) and the rollouts.
 import { api } from './api';
 import { LiveChart } from './chart';
-import { append, clear, h, notice, table } from './dom';
-import { combinedEngine, derive, Derived, ReplicaView, Sample, StatsAnswer } from './stats';
+import { append, clear, field, h, notice, select, table } from './dom';
+import { combinedEngine, derive, Derived, replicasOf, ReplicaView, Sample, StatsAnswer } from './stats';
 
 const POLL_MS = 1000;
 const KEEP = 300;        // samples (five minutes)
@@ -31,7 +31,11 @@ export function dashboardPage(root: HTMLElement): () => void {
     errors: new LiveChart('errors', 'Errors per second', '', ['errors']),
   };
   const gatewayBox = h('div', { class: 'gateway-views' });
-  append(root, h('h1', { class: 'page-title' }, 'Dashboard'), status, tiles,
+  // On a gateway: the charts and tiles of one model's replicas, or of all.
+  const modelFilter = select([['', 'all models']], { id: 'dash-model', 'aria-label': 'Model' });
+  const filterRow = h('div', { class: 'row', hidden: true }, field('Model', modelFilter));
+  modelFilter.addEventListener('change', () => { history.length = 0; derived.length = 0; void poll(); });
+  append(root, h('h1', { class: 'page-title' }, 'Dashboard'), status, filterRow, tiles,
          h('div', { class: 'charts' }, ...Object.values(charts).map(c => c.el)), gatewayBox);
 
   function tile(id: string, label: string, value: string, raw: number | null | undefined, sub?: string) {
@@ -79,7 +83,7 @@ export function dashboardPage(root: HTMLElement): () => void {
       append(gatewayBox, h('p', { class: 'muted' }, `pagoda serve · model ${a.model ?? ''}`));
       return;
     }
-    const rows = (a.replicas ?? []).map((r: ReplicaView) => [
+    const rows = replicasOf(a, modelFilter.value).map((r: ReplicaView) => [
       r.id, r.model, r.deployment,
       h('span', { class: r.healthy ? 'ok' : 'bad' }, r.healthy ? 'healthy' : 'unhealthy'),
       h('span', { class: r.circuit === 'closed' ? 'ok' : 'bad' }, r.circuit),
@@ -106,6 +110,18 @@ export function dashboardPage(root: HTMLElement): () => void {
                 : h('p', { class: 'muted' }, 'No rollout.'));
   }
 
+  function syncModels(a: StatsAnswer) {
+    if (a.kind !== 'gateway') return;
+    filterRow.hidden = false;
+    const models = [...new Set((a.replicas ?? []).map(r => r.model))].sort();
+    const have = [...modelFilter.options].map(o => o.value).filter(Boolean);
+    if (have.join('\n') === models.join('\n')) return;
+    const current = modelFilter.value;
+    clear(modelFilter);
+    for (const [v, t] of [['', 'all models'], ...models.map(m => [m, m])]) modelFilter.appendChild(h('option', { value: v }, t));
+    modelFilter.value = models.includes(current) ? current : '';
+  }
+
   let busy = false;
   let stopped = false;
   async function poll() {
@@ -115,9 +131,11 @@ export function dashboardPage(root: HTMLElement): () => void {
       const a = await api.get<StatsAnswer>('/console/api/stats');
       if (stopped) return;
       clear(status);
-      const gatewayErrors = Object.values(a.route_errors ?? {}).reduce((s, v) => s + v, 0) +
-        (a.replicas ?? []).reduce((s, r) => s + (r.upstream_errors ?? 0), 0);
-      history.push({ t: a.time_ms || Date.now(), engine: combinedEngine(a), gatewayErrors });
+      syncModels(a);
+      const model = modelFilter.value;
+      const gatewayErrors = (model ? 0 : Object.values(a.route_errors ?? {}).reduce((s, v) => s + v, 0)) +
+        replicasOf(a, model).reduce((s, r) => s + (r.upstream_errors ?? 0), 0);
+      history.push({ t: a.time_ms || Date.now(), engine: combinedEngine(a, model), gatewayErrors });
       if (history.length > KEEP) history.shift();
       derived.length = 0;
       for (let i = 0; i < history.length; ++i) derived.push(derive(history, i, WINDOW));

@@ -24,10 +24,16 @@ export interface StatsAnswer {
   replicas?: ReplicaView[]; rollouts?: Rollout[]; route_errors?: Record<string, number>;
 }
 
-// Every engine in the answer as one (sums; KV usage weighted by capacity).
-export function combinedEngine(a: StatsAnswer): EngineStats | null {
+// The replicas of `model` ("" = all).
+export function replicasOf(a: StatsAnswer, model: string): ReplicaView[] {
+  return (a.replicas ?? []).filter(r => !model || r.model === model);
+}
+
+// Every engine in the answer (of `model`'s replicas on a gateway; "" = all)
+// as one: sums, KV usage weighted by capacity.
+export function combinedEngine(a: StatsAnswer, model = ''): EngineStats | null {
   const engines: EngineStats[] = a.engine ? [a.engine]
-    : (a.replicas ?? []).map(r => r.engine).filter((e): e is EngineStats => !!e);
+    : replicasOf(a, model).map(r => r.engine).filter((e): e is EngineStats => !!e);
   if (engines.length === 0) return null;
   if (engines.length === 1) return engines[0];
   const sum = (f: (e: EngineStats) => number) => engines.reduce((s, e) => s + f(e), 0);
