@@ -232,10 +232,11 @@ test('playground streams an answer and shows its usage, cached tokens and code',
   await closePage(page);
 });
 
-test('a JSON-schema request renders a valid object', async () => {
+test('a JSON-schema request renders a valid object; a forced tool call shows as one', async () => {
   const page = await openPlayground(plain.base);
   await page.selectOption('#pg-format', 'json_schema');
-  await page.fill('#pg-max-tokens', '96');
+  await page.fill('#pg-max-tokens', '128');
+  await page.fill('#pg-temperature', '0');
   const answer = await sendAndWait(page, 'Describe a person as JSON.');
   const result = answer.locator('[data-testid=json-result]');
   assert.equal(await result.getAttribute('data-valid'), 'true', await result.textContent());
@@ -244,6 +245,19 @@ test('a JSON-schema request renders a valid object', async () => {
   assert.ok(Number.isInteger(obj.age) && obj.age >= 0 && obj.age <= 150, `age ${obj.age}`);
   assert.deepEqual(Object.keys(obj).sort(), ['age', 'name']);
   await shot(page, 'playground-json-schema');
+  // Tools (a new chat: the model's context is 512 tokens): a forced call
+  // arrives as a tool call, not as text.
+  await page.click('#pg-clear');
+  await page.fill('#pg-max-tokens', '160');
+  await page.fill('#pg-temperature', '0');
+  await page.selectOption('#pg-format', 'text');
+  await page.check('#pg-use-tools');
+  await page.selectOption('#pg-tool-choice', 'required');
+  const call = await sendAndWait(page, 'What is the weather in Paris?');
+  const calls = await call.locator('[data-testid=tool-calls]').textContent();
+  const m = /^get_weather\((.*)\)$/s.exec(calls);
+  assert.ok(m, `tool calls: ${calls}; the answer: ${await call.textContent()}`);
+  assert.equal(typeof JSON.parse(m[1]).city, 'string');
   await closePage(page);
 });
 
