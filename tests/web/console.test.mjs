@@ -11,9 +11,10 @@
 //    <script> and an onerror <img> appears as text and runs nothing.
 //  - Dashboard: the charts gain points each second and the prefix-cache hit
 //    rate rises while requests with a repeated prefix run.
-//  - Admin (pagoda serve --db): locked without the admin key; a tenant and a
-//    key made in the page work on the API, the revoked key gets 401; the
-//    dashboard's JSON needs a key.
+//  - Admin (pagoda serve --db --data-dir): locked without the admin key; a
+//    tenant and a key made in the page work on the API, the revoked key gets
+//    401; the dashboard's JSON needs a key (in scope); the usage CSV
+//    downloads; a batch shows its progress and its output file.
 //  - A server killed mid-stream: the answer shows an error, the page stays usable.
 //  - Every page at 1280 and 390 px wide (no horizontal overflow), every
 //    control reached by Tab, no request leaves the page's origin;
@@ -412,6 +413,44 @@ test('admin: locked without the key; a key made in the page works, revoked it ge
   await closePage(page);
 });
 
+test('admin batches: a batch of the API key shows its progress and its output file', async () => {
+  const adminHeaders = { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' };
+  const secret = (await (await fetch(`${keyed.base}/admin/keys`, { method: 'POST', headers: adminHeaders,
+    body: JSON.stringify({ tenant: 'webtest', name: 'batches' }) })).json()).key;
+  const auth = { authorization: `Bearer ${secret}` };
+  const model = (await (await fetch(`${keyed.base}/v1/models`, { headers: auth })).json()).data[0].id;
+  const lines = [0, 1].map(i => JSON.stringify({ custom_id: `line-${i}`, method: 'POST', url: '/v1/chat/completions',
+    body: { model, max_tokens: 8, messages: [{ role: 'user', content: `Story ${i}` }] } })).join('\n') + '\n';
+  const form = new FormData();
+  form.set('purpose', 'batch');
+  form.set('file', new Blob([lines], { type: 'application/jsonl' }), 'lines.jsonl');
+  const file = await (await fetch(`${keyed.base}/v1/files`, { method: 'POST', headers: auth, body: form })).json();
+  const batch = await (await fetch(`${keyed.base}/v1/batches`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' }) })).json();
+  assert.match(batch.id ?? '', /^batch_/, JSON.stringify(batch));
+  const page = await openPage(keyed.base);
+  await page.goto(`${keyed.base}/#/admin`);
+  await page.fill('#api-key', secret);
+  await page.press('#api-key', 'Tab');
+  await page.fill('#admin-key', ADMIN);
+  await page.click('#admin-unlock');
+  await page.waitForSelector('#admin-tab-batches');
+  const row = page.locator(`[data-testid=batches] tr:has(td:text-is("${batch.id}"))`);
+  for (let i = 0; i < 40; ++i) {
+    await page.click('#admin-tab-batches');
+    await row.waitFor();
+    if ((await row.locator('td').nth(1).textContent()) === 'completed') break;
+    await sleep(250);
+  }
+  assert.equal(await row.locator('td').nth(1).textContent(), 'completed');
+  assert.match(await row.locator('td').nth(4).textContent(), /2 \/ 2/);
+  const [download] = await Promise.all([page.waitForEvent('download'), row.locator('button', { hasText: 'Output' }).click()]);
+  const out = readFileSync(await download.path(), 'utf8').trim().split('\n').map(l => JSON.parse(l));
+  assert.deepEqual(out.map(o => o.custom_id).sort(), ['line-0', 'line-1']);
+  await shot(page, 'admin-batches');
+  await closePage(page);
+});
+
 test('a server killed mid-stream shows an error and the page stays usable', async () => {
   const victim = await Server.start(bin, modelPath, NoClient, ['-c', '512']);
   const relay = await startRelay(victim.port);
@@ -479,7 +518,7 @@ await run({
     plain = await Server.start(bin, modelPath, NoClient, ['-c', '512']);
     keyed = await Server.start(bin, modelPath, NoClient,
       ['-c', '512', '--db', `sqlite://${join(dir, 'control.db')}`, '--admin-key-env', 'PAGODA_WEB_ADMIN',
-       '--allow-insecure-keys']);
+       '--allow-insecure-keys', '--data-dir', join(dir, 'data')]);
     console.log(`screenshots in ${artifacts}`);
   },
   after: async () => {
