@@ -465,8 +465,9 @@ void Engine::EmitPromptLogprob(Sequence& s, int32_t position, const float* logit
 void Engine::NoteAdmitted(Sequence& s) {
   if (s.admitted_once) return;
   s.admitted_once = true;
+  s.admitted_time = EngineClock::now();
   stats_.prompt_tokens_total += s.n_prompt;
-  stats_.request_queue_time.Observe(Seconds(EngineClock::now() - s.group->arrival));
+  stats_.request_queue_time.Observe(Seconds(s.admitted_time - s.group->arrival));
 }
 
 void Engine::SampleAndEmit(Sequence& s, const float* logits) {
@@ -538,6 +539,15 @@ void Engine::Finish(Sequence* s, EngineEvent ev) {
     default: ++stats_.requests_finished_total; break;
   }
   stats_.e2e_request_latency.Observe(Seconds(EngineClock::now() - s->group->arrival));
+  stats_.request_prompt_tokens.Observe(s->n_prompt);
+  stats_.request_generation_tokens.Observe(s->n_generated());
+  RequestGroup& group = *s->group;
+  group.max_generated = std::max(group.max_generated, s->n_generated());
+  if (++group.n_finished == group.request.n) stats_.request_max_generation_tokens.Observe(group.max_generated);
+  if (s->admitted_once && s->first_token_time) {
+    stats_.request_prefill_time.Observe(Seconds(*s->first_token_time - s->admitted_time));
+    stats_.request_decode_time.Observe(Seconds(s->last_token_time - *s->first_token_time));
+  }
   PAGODA_LOG(Debug) << "request " << s->request().id << " sequence " << s->index << " finished ("
                     << FinishReasonName(ev.finish) << "): " << ev.usage.tokens_prompt << " prompt, "
                     << ev.usage.tokens_cached << " cached, " << ev.usage.tokens_completion << " completion tokens";

@@ -12,6 +12,8 @@ constexpr double kInterToken[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3
 constexpr double kRequest[] = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,    10.0,   15.0, 20.0,
                                30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 constexpr double kIterationTokens[] = {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+constexpr double kRequestTokens[] = {1,    2,    5,     10,    20,    50,     100,    200,   500,
+                                     1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000};
 
 }  // namespace
 
@@ -19,6 +21,7 @@ std::span<const double> TtftBuckets() { return kTtft; }
 std::span<const double> InterTokenBuckets() { return kInterToken; }
 std::span<const double> RequestLatencyBuckets() { return kRequest; }
 std::span<const double> IterationTokenBuckets() { return kIterationTokens; }
+std::span<const double> RequestTokenBuckets() { return kRequestTokens; }
 
 Histogram::Histogram(std::span<const double> upper_bounds)
     : bounds(upper_bounds.begin(), upper_bounds.end()), counts(upper_bounds.size() + 1, 0) {}

@@ -34,6 +34,7 @@ std::span<const double> TtftBuckets();
 std::span<const double> InterTokenBuckets();
 std::span<const double> RequestLatencyBuckets();  // e2e and queue time
 std::span<const double> IterationTokenBuckets();  // tokens per engine step
+std::span<const double> RequestTokenBuckets();    // tokens per request: 1, 2, 5, 10, ... (vLLM's 1-2-5 series)
 
 struct EngineStats {
   // Gauges.
@@ -85,6 +86,15 @@ struct EngineStats {
   Histogram inter_token_latency{InterTokenBuckets()};
   Histogram e2e_request_latency{RequestLatencyBuckets()};
   Histogram request_queue_time{RequestLatencyBuckets()};
+  // Per finished sequence (vLLM's request_* histograms): its prompt and
+  // generated tokens, the time from its first admission to its first token
+  // (prefill) and from there to its last token (decode); per request, the
+  // most tokens one of its n sequences generated. Observed however it ended.
+  Histogram request_prompt_tokens{RequestTokenBuckets()};
+  Histogram request_generation_tokens{RequestTokenBuckets()};
+  Histogram request_max_generation_tokens{RequestTokenBuckets()};
+  Histogram request_prefill_time{RequestLatencyBuckets()};
+  Histogram request_decode_time{RequestLatencyBuckets()};
 };
 
 }  // namespace pagoda

@@ -30,6 +30,10 @@ struct RequestGroup {
   bool prefix_ready = false;
   // PrefillTask::suffixes: the candidates' final events, held until all are in.
   std::vector<EngineEvent> ranked;
+  // Finished sequences, and the most tokens one of them generated (the
+  // request's max generation tokens, observed when the last one ends).
+  int32_t n_finished = 0;
+  int32_t max_generated = 0;
 };
 
 struct Sequence {
@@ -62,6 +66,7 @@ struct Sequence {
   // rows in position order, in double so chunking cannot change it).
   std::vector<double> pool_sum;
   int32_t n_pooled = 0;
+  EngineClock::time_point admitted_time;  // first admission (set with admitted_once)
   std::optional<EngineClock::time_point> first_token_time;
   EngineClock::time_point last_token_time;
 

@@ -7,31 +7,33 @@
 
 namespace pagoda::gateway {
 
+nlohmann::json ReplicaJson(const Replica& r, std::chrono::steady_clock::time_point now) {
+  const ReplicaSnapshot s = r.state().Snapshot(now);
+  return {{"id", r.id()},
+          {"url", r.config().url},
+          {"deployment", r.deployment()},
+          {"model", r.model()},
+          {"version", r.version()},
+          {"zone", r.config().zone},
+          {"weight", r.config().weight},
+          {"external", r.external()},
+          {"healthy", s.probe_healthy},
+          {"circuit", CircuitStateName(s.circuit)},
+          {"eligible", r.state().Eligible(now)},
+          {"slow_start_ramp", s.ramp},
+          {"active_requests", s.active_requests},
+          {"active_blocks", s.active_blocks},
+          {"consecutive_failures", s.consecutive_failures},
+          {"ejections", s.ejections},
+          {"kv_events", r.config().kv_events},
+          {"role", ReplicaRoleName(r.config().role)},
+          {"kv_transfer", r.config().kv_transfer}};
+}
+
 std::string ReplicasJson(const RoutingTable& table) {
   const auto now = std::chrono::steady_clock::now();
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& r : table.AllReplicas()) {
-    const ReplicaSnapshot s = r->state().Snapshot(now);
-    out.push_back({{"id", r->id()},
-                   {"url", r->config().url},
-                   {"deployment", r->deployment()},
-                   {"model", r->model()},
-                   {"version", r->version()},
-                   {"zone", r->config().zone},
-                   {"weight", r->config().weight},
-                   {"external", r->external()},
-                   {"healthy", s.probe_healthy},
-                   {"circuit", CircuitStateName(s.circuit)},
-                   {"eligible", r->state().Eligible(now)},
-                   {"slow_start_ramp", s.ramp},
-                   {"active_requests", s.active_requests},
-                   {"active_blocks", s.active_blocks},
-                   {"consecutive_failures", s.consecutive_failures},
-                   {"ejections", s.ejections},
-                   {"kv_events", r->config().kv_events},
-                   {"role", ReplicaRoleName(r->config().role)},
-                   {"kv_transfer", r->config().kv_transfer}});
-  }
+  for (const auto& r : table.AllReplicas()) out.push_back(ReplicaJson(*r, now));
   return nlohmann::json{{"replicas", out}}.dump();
 }
 

@@ -11,8 +11,11 @@
 // capacity schedule endpoints (/admin/schedules...) in schedule_admin.h.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "base/status.h"
 #include "gateway/routing_table.h"
@@ -34,5 +37,7 @@ void AddAdminRoutes(http::Router& router, AdminBackend* backend);
 
 // GET /admin/replicas's body.
 std::string ReplicasJson(const RoutingTable& table);
+// One replica of it: id, url, deployment, health, circuit, load, role ...
+nlohmann::json ReplicaJson(const Replica& replica, std::chrono::steady_clock::time_point now);
 
 }  // namespace pagoda::gateway

@@ -8,6 +8,8 @@
 #include "api/model_list.h"
 #include "batch/batch_setup.h"
 #include "base/log.h"
+#include "console/console_routes.h"
+#include "gateway/console_stats.h"
 #include "gateway/health_probe.h"
 #include "gateway/proxy.h"
 #include "gateway/request_info.h"
@@ -187,6 +189,10 @@ http::Router Gateway::BuildRouter() {
   }
   AddRolloutRoutes(router, rollouts_.get());
   AddScheduleRoutes(router, schedules_.get());
+  // The web console (docs/CONSOLE.md): its pages at / and the dashboard's figures.
+  console::AddConsoleRoutes(router);
+  AddConsoleStatsRoute(router, ConsoleStatsSources{[this] { return table(); }, &metrics_, rollouts_.get(),
+                                                   client_.get(), control_.get()});
   return router;
 }
 

@@ -68,6 +68,26 @@ void GatewayMetrics::RecordReload(bool ok) {
   ++(ok ? reloads_ok_ : reloads_failed_);
 }
 
+std::map<std::string, GatewayMetrics::ReplicaTraffic> GatewayMetrics::TrafficByReplica() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, ReplicaTraffic> out;
+  for (const auto& [k, v] : requests_) out[std::get<0>(k)].requests[std::get<3>(k)] += v;
+  for (const auto& [k, v] : upstream_errors_) out[k.first].upstream_errors += v;
+  for (const auto& [k, c] : cached_) {
+    ReplicaTraffic& t = out[k.first];
+    t.cached_predicted += c.predicted;
+    t.cached_reported += c.reported;
+    t.prompt_tokens += c.prompt;
+    t.responses += c.responses;
+  }
+  return out;
+}
+
+std::map<int, uint64_t> GatewayMetrics::RouteErrors() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return route_errors_;
+}
+
 uint64_t GatewayMetrics::requests_total() const {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t n = 0;

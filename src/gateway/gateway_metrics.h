@@ -69,6 +69,18 @@ class GatewayMetrics {
   // Prometheus text exposition, with the table's per-replica gauges.
   std::string Render(const RoutingTable& table) const;
 
+  // Per replica id, cumulative: what the console's dashboard shows beside
+  // the replica's own figures (docs/CONSOLE.md).
+  struct ReplicaTraffic {
+    std::map<std::string, uint64_t> requests;  // by status class ("2xx", "5xx", "cancelled", ...)
+    uint64_t upstream_errors = 0;
+    // Cached prompt tokens the router predicted and the replica reported, over `responses` 2xx answers.
+    uint64_t cached_predicted = 0, cached_reported = 0, prompt_tokens = 0, responses = 0;
+  };
+  std::map<std::string, ReplicaTraffic> TrafficByReplica() const;
+  // Requests the gateway answered itself, by HTTP status.
+  std::map<int, uint64_t> RouteErrors() const;
+
   uint64_t requests_total() const;
   // Cumulative; a rollout's error-rate check reads the difference over its window.
   DeploymentCounts CountsFor(const std::string& deployment) const;

@@ -13,6 +13,10 @@
 
 namespace pagoda::gateway {
 
+// A bodiless request to `replica` for `path` (under its base path) whose
+// connect, first byte, idle time and total all end within `timeout`.
+http::UpstreamRequest ReplicaGet(const Replica& replica, const std::string& path, std::chrono::milliseconds timeout);
+
 // `done(ok, why)` runs once on one of the client's threads (or at once when
 // the client is shutting down), unless the call is cancelled; `why` names
 // the failure for logs ("" when ok).

@@ -140,6 +140,14 @@ std::string RenderPrometheus(const EngineStats& s, std::string_view model_name) 
   w.Hist("inter_token_latency_seconds", "Time between output tokens in seconds.", s.inter_token_latency);
   w.Hist("e2e_request_latency_seconds", "End-to-end request latency in seconds.", s.e2e_request_latency);
   w.Hist("request_queue_time_seconds", "Time spent waiting in the queue in seconds.", s.request_queue_time);
+  w.Hist("request_prompt_tokens", "Prompt tokens per finished request.", s.request_prompt_tokens);
+  w.Hist("request_generation_tokens", "Generated tokens per finished request.", s.request_generation_tokens);
+  w.Hist("request_max_num_generation_tokens", "The most tokens one sequence of a finished request generated (n > 1: the longest).",
+         s.request_max_generation_tokens);
+  w.Hist("request_prefill_time_seconds", "Time from first admission to first token per request, in seconds.",
+         s.request_prefill_time);
+  w.Hist("request_decode_time_seconds", "Time from first to last token per request, in seconds.",
+         s.request_decode_time);
   return w.Take();
 }
 

@@ -128,21 +128,28 @@ Result<std::unique_ptr<OpenAiServer>> OpenAiServer::Create(Model& model, const T
   AddTokenizeRoutes(router, ctx);
   AddEmbeddingRoutes(router, ctx);
   AddRerankRoutes(router, ctx);
+  AddConsoleRoutes(router, ctx);
+  // The console's JSON (/console/api/) is guarded as /v1/ is: one key check.
+  constexpr const char* kKeyedPrefixes[] = {"/v1/", "/console/api/"};
   if (!st.api_key.empty()) {
     // The single static key of --api-key keeps working over plain HTTP, as
     // before; the control plane's tenant and admin keys need TLS.
-    router.AddGuard("/v1/", [key = st.api_key](const http::Request& r) { return http::RequireBearerToken(r, key); });
+    for (const char* prefix : kKeyedPrefixes) {
+      router.AddGuard(prefix, [key = st.api_key](const http::Request& r) { return http::RequireBearerToken(r, key); });
+    }
   }
   if (control::ControlPlane* cp = st.control.get()) {
     ctx.control = cp;
     // Generation routes authenticate with the model's scope themselves; the
-    // rest of /v1/ needs a valid key.
-    router.AddGuard("/v1/", [cp](const http::Request& r) -> std::optional<http::Response> {
+    // rest of /v1/ needs a valid key, and the console's figures (this
+    // server's one model) a key scoped to the model.
+    auto guard = [cp, model = options.model_id](const http::Request& r) -> std::optional<http::Response> {
       if (r.path == "/v1/chat/completions" || r.path == "/v1/completions") return std::nullopt;
-      auto who = cp->Authenticate(r, "");
+      auto who = cp->Authenticate(r, r.path.starts_with("/console/api/") ? std::string_view(model) : "");
       if (auto* refused = std::get_if<http::Response>(&who)) return std::move(*refused);
       return std::nullopt;
-    });
+    };
+    for (const char* prefix : kKeyedPrefixes) router.AddGuard(prefix, guard);
     router.AddGuard("/admin/", [key = options.admin_key, allow = options.control.allow_insecure_keys](
                                    const http::Request& r) {
       return control::RequireAdminKey(r, key, allow, "start pagoda serve with --admin-key-env");

@@ -14,5 +14,6 @@ void AddMetricsRoutes(http::Router& router, ServeContext& ctx);     // GET /metr
 void AddTokenizeRoutes(http::Router& router, ServeContext& ctx);    // POST /tokenize, /detokenize
 void AddEmbeddingRoutes(http::Router& router, ServeContext& ctx);   // POST /v1/embeddings
 void AddRerankRoutes(http::Router& router, ServeContext& ctx);      // POST /v1/rerank, /v1/score
+void AddConsoleRoutes(http::Router& router, ServeContext& ctx);     // GET / (web console), /console/api/stats
 
 }  // namespace pagoda::server

@@ -17,6 +17,8 @@
 //    tenant's cache (cached_tokens 0), is within a key, is not across a
 //    tenant's keys unless the tenant shares across them; tenant headers
 //    forged straight to the replica are ignored.
+//  - The console's JSON (/console/api/stats) on a gateway needs a key and
+//    lists only the replicas of the models the key may see.
 //  - Zero retention: a canary sent in prompts, system messages and tool
 //    arguments, and the outputs the model gave, appear nowhere afterwards:
 //    the store's files, the debug-level logs, /metrics, the admin API, the
@@ -185,6 +187,21 @@ test('keys: none, bad, revoked (through the other gateway), expired and out of s
   const text = JSON.stringify(admin(gwB, ['keys', 'list', '--tenant', 'keys-t']));
   for (const secret of [good, scoped, victim, shortLived]) assert.ok(!text.includes(secret));
   assert.ok(!/[0-9a-f]{64}/.test(text), 'a key hash is listed');
+});
+
+test("the console's figures on a gateway: a key is needed, and a key sees only its models' replicas", async () => {
+  tenant(gwA, 'console-t');
+  const stats = (k) => fetch(`${gwA.base}/console/api/stats`, { headers: k ? { authorization: `Bearer ${k}` } : {} });
+  assert.equal((await stats()).status, 401);
+  assert.equal((await stats('pgd-not-a-real-key')).status, 401);
+  const all = await (await stats(key(gwA, 'console-t'))).json();
+  assert.equal(all.kind, 'gateway');
+  assert.deepEqual(all.replicas.map(r => r.id), ['r0']);
+  assert.equal(all.replicas[0].url, undefined, 'no replica address for a tenant');
+  const other = await (await stats(key(gwA, 'console-t', ['--models', 'another-model']))).json();
+  assert.deepEqual(other.replicas, []);
+  // The admin key is not an API key here.
+  assert.equal((await stats(ADMIN)).status, 401);
 });
 
 test('limits: a burst through both gateways admits exactly the limit, with OpenAI headers', async () => {

@@ -3,7 +3,8 @@
 // /v1/models, 404 for an unknown model, SIGHUP reload (a bad config is
 // refused and the old one keeps serving), kill -9 of a replica (requests keep
 // succeeding; a stream on the killed replica ends with an error event, no
-// hang), and the admin API's 401 without the key.
+// hang), the admin API's 401 without the key, and the web console with its
+// per-replica figures (GET /, /console/api/stats).
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -81,6 +82,28 @@ test('admin API needs the key', async () => {
   const ok = await fetch(`${gwBase}/admin/replicas`, { headers: { authorization: `Bearer ${ADMIN}` } });
   assert.equal(ok.status, 200);
   assert.equal((await ok.json()).replicas.length, 2);
+});
+
+test('the web console and its per-replica figures are served by the gateway', async () => {
+  const page = await fetch(`${gwBase}/`);
+  assert.equal(page.status, 200);
+  assert.match(page.headers.get('content-type'), /^text\/html/);
+  assert.match(page.headers.get('content-security-policy'), /default-src 'self'/);
+  const r = await fetch(`${gwBase}/console/api/stats`);
+  assert.equal(r.status, 200);
+  const stats = await r.json();
+  assert.equal(stats.kind, 'gateway');
+  assert.deepEqual(stats.replicas.map(x => x.id).sort(), ['r0', 'r1']);
+  let routed = 0;
+  for (const x of stats.replicas) {
+    assert.equal(x.url, undefined, 'no replica address');
+    assert.equal(x.circuit, 'closed');
+    assert.equal(typeof x.engine?.kv_capacity_tokens, 'number', JSON.stringify(x));
+    assert.ok(x.engine.ttft_seconds.bounds.length > 0);
+    routed += x.requests['2xx'] ?? 0;
+  }
+  assert.ok(routed >= 4, `requests routed so far: ${routed}`);
+  assert.ok(Array.isArray(stats.rollouts));
 });
 
 test('SIGHUP with a bad config is refused and the old config keeps serving', async () => {

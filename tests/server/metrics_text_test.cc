@@ -68,5 +68,25 @@ TEST(MetricsTextTest, TlsHandshakeFailuresAreACounter) {
   EXPECT_NE(text.find("pagoda:tls_handshake_failures_total{model_name=\"m\"} 7\n"), std::string::npos) << text;
 }
 
+TEST(MetricsTextTest, VllmRequestHistogramsCarryTheModelName) {
+  EngineStats s;
+  s.request_prompt_tokens.Observe(37);
+  s.request_generation_tokens.Observe(12);
+  s.request_max_generation_tokens.Observe(12);
+  s.request_prefill_time.Observe(0.04);
+  s.request_decode_time.Observe(0.9);
+  const std::string text = RenderPrometheus(s, "m");
+  for (const char* name : {"request_prompt_tokens", "request_generation_tokens", "request_max_num_generation_tokens",
+                           "request_prefill_time_seconds", "request_decode_time_seconds"}) {
+    const std::string p = std::string("pagoda:") + name;
+    EXPECT_NE(text.find("# TYPE " + p + " histogram\n"), std::string::npos) << name;
+    EXPECT_NE(text.find(p + "_count{model_name=\"m\"} 1\n"), std::string::npos) << name;
+  }
+  // 37 tokens: in the 50 bucket (1-2-5 series), not the 20 one.
+  EXPECT_NE(text.find("pagoda:request_prompt_tokens_bucket{model_name=\"m\",le=\"20\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("pagoda:request_prompt_tokens_bucket{model_name=\"m\",le=\"50\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("pagoda:request_prompt_tokens_sum{model_name=\"m\"} 37\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pagoda::server
