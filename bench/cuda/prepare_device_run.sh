@@ -15,7 +15,9 @@ build=${1:-/tmp/pagoda-build-device}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPAGODA_CUDA=ON -DPAGODA_BUILD_BENCH=ON >/dev/null
 ninja -C "$build" -j"${JOBS:-2}" pagoda_kernels_tests backend_decode_bench
 mkdir -p .device
-grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >> "$(git rev-parse --git-path info/exclude)"
+exclude=$(git rev-parse --git-path info/exclude)
+mkdir -p "$(dirname "$exclude")"
+grep -qx '/.device/' "$exclude" 2>/dev/null || echo '/.device/' >> "$exclude"
 for b in tests/pagoda_kernels_tests bench/backend_decode_bench; do
   strip -o ".device/$(basename "$b")" "$build/$b"
 done
