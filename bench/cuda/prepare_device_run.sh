@@ -6,12 +6,12 @@
 # not the project's Debian libraries, so nothing is built there; both
 # binaries link only libstdc++/libc beside the static CUDA runtime and GTest.
 #
-#   bench/cuda/prepare_device_run.sh [build-dir]     (default /tmp/pagoda-build-device)
+#   bench/cuda/prepare_device_run.sh [build-dir]     (default build-device/, ignored by git)
 # then, with the device tool:
 #   run(command="bash bench/cuda/device_check.sh", carry=[".device"], timeout_s=600)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=${1:-/tmp/pagoda-build-device}
+build=${1:-build-device}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPAGODA_CUDA=ON -DPAGODA_BUILD_BENCH=ON >/dev/null
 ninja -C "$build" -j"${JOBS:-2}" pagoda_kernels_tests backend_decode_bench
 mkdir -p .device
