@@ -7,6 +7,8 @@ set(PAGODA_AVX2_FLAGS -mavx2 -mfma -mf16c -mbmi2)
 
 function(pagoda_layer name dir)
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${dir}/*.cc)
+  # GPU backends (kernels/cuda) are targets of their own, built only when enabled.
+  list(FILTER srcs EXCLUDE REGEX "/cuda/")
   if(NOT srcs)
     # Header-only for now.
     add_library(${name} INTERFACE)

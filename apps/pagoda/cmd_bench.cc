@@ -205,7 +205,10 @@ int CmdBench(int argc, char** argv) {
   app.add_option("--mla", mla, "MLA models: absorbed attention over the latent cache (default) or decompress "
                                "the latents into per-head K/V each step (to compare)")
       ->check(CLI::IsMember({"absorbed", "decompress"}));
+  std::string device = "cpu";
+  AddDeviceOption(app, &device);
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
+  if (Status s = CheckDevice(device); !s.ok()) return Fail(s);
   if (threads <= 0 || threads > 1024) return Fail("--threads must be between 1 and 1024");
   if (membw_only) {
     if (membw_passes == 0) return Fail("--membw needs --membw-passes of at least 1");

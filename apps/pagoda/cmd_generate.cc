@@ -70,7 +70,10 @@ int CmdGenerate(int argc, char** argv) {
   app.add_flag("--verbose-prompt", verbose_prompt, "print the prompt token ids to stderr");
   std::string decode_weights;
   AddDecodeWeightsOption(app, &decode_weights);
+  std::string device = "cpu";
+  AddDeviceOption(app, &device);
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
+  if (Status s = CheckDevice(device); !s.ok()) return Fail(s);
   const auto model_options = ModelOptionsFromFlags(decode_weights);
   if (!model_options.ok()) return Fail(model_options.status());
 

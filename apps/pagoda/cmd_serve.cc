@@ -162,7 +162,10 @@ int CmdServe(int argc, char** argv) {
   app.add_option("--max-file-mib", max_file_mib, "with --data-dir: largest upload, MiB")->check(CLI::Range(1, 4096));
   std::string decode_weights;
   AddDecodeWeightsOption(app, &decode_weights);
+  std::string device = "cpu";
+  AddDeviceOption(app, &device);
   if (int rc = ParseArgs(app, argc, argv); rc >= 0) return rc;
+  if (Status s = CheckDevice(device); !s.ok()) return Fail(s);
   const auto model_options = ModelOptionsFromFlags(decode_weights);
   if (!model_options.ok()) return Fail(model_options.status());
   if (threads <= 0 || threads > 1024) return Fail("--threads must be between 1 and 1024");

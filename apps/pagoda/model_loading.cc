@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "kernels/backend.h"
 #include "model/random_model.h"
 
 namespace pagoda::cli {
@@ -50,6 +51,23 @@ Result<ModelOptions> ModelOptionsFromFlags(const std::string& decode_weights) {
     o.decode_weights = t;
   }
   return o;
+}
+
+void AddDeviceOption(CLI::App& app, std::string* value) {
+  app.add_option("--device", *value,
+                 "cpu (default) or cuda[:N]; the CUDA forward is not enabled yet (docs/CUDA.md)");
+}
+
+Status CheckDevice(const std::string& device) {
+  const Result<kernels::DeviceSpec> spec = kernels::ParseDeviceSpec(device);
+  if (!spec.ok()) return spec.status().WithContext("--device");
+  if (spec->kind == kernels::DeviceKind::kCpu) return Status::Ok();
+  ThreadPool probe_pool(1);
+  Result<std::unique_ptr<kernels::Backend>> backend = kernels::MakeBackend(*spec, probe_pool);
+  if (!backend.ok()) return backend.status().WithContext("--device " + device);
+  return FailedPrecondition("--device " + device + ": found " + (*backend)->name() +
+                            ", but the model forward on CUDA is not enabled yet: its kernels have not been "
+                            "validated on a GPU (docs/CUDA.md); use --device cpu");
 }
 
 Result<LoadedModel> LoadModelAndTokenizer(const std::string& path_in, ThreadPool& pool, bool need_tokenizer,

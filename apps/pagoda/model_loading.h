@@ -35,4 +35,13 @@ Result<LoadedModel> LoadModelAndTokenizer(const std::string& path, ThreadPool& p
 void AddDecodeWeightsOption(CLI::App& app, std::string* value);
 Result<ModelOptions> ModelOptionsFromFlags(const std::string& decode_weights);
 
+// --device cpu|cuda[:N] (serve, generate, bench): the value lands in *value
+// (default "cpu").
+void AddDeviceOption(CLI::App& app, std::string* value);
+// Whether the model can run on --device: cpu always; cuda answers why it
+// cannot (no CUDA support in this build, no CUDA device, device N not
+// present) and, where the device opens, that the GPU forward is not enabled
+// yet (docs/CUDA.md): its kernels have not been validated on a GPU.
+Status CheckDevice(const std::string& device);
+
 }  // namespace pagoda::cli

@@ -246,6 +246,33 @@ TEST_F(CliTest, BadFlagsAreRejected) {
   EXPECT_EQ(RunPagoda({"make-model", "-o", Path("x.gguf"), "--type", "q9_9"}).exit_code, 1);
 }
 
+// --device: cpu is the default and runs; cuda never crashes and never runs
+// an unvalidated GPU forward: it exits 1 saying why (no CUDA support in this
+// build, no device, device N not present, or the CUDA forward not enabled yet).
+TEST_F(CliTest, DeviceFlagRunsOnCpuAndRefusesCudaClearly) {
+  const std::string m = WriteSmallModel("small.gguf");
+  RunResult cpu = RunPagoda({"generate", "-m", m, "-p", "x", "-n", "2", "--device", "cpu", "--seed", "1"});
+  EXPECT_EQ(cpu.exit_code, 0) << cpu.err;
+  const std::vector<std::vector<std::string>> cuda_runs = {
+      {"generate", "-m", m, "-p", "x", "-n", "2", "--device", "cuda"},
+      {"bench", "-m", m, "--device", "cuda:0"},
+      {"serve", "-m", m, "--port", "0", "--device", "cuda:7"},
+  };
+  for (const auto& args : cuda_runs) {
+    RunResult r = RunPagoda(args);
+    EXPECT_EQ(r.exit_code, 1) << args[0] << ": " << r.err;
+    const bool explained = r.err.find("this build has no CUDA support") != std::string::npos ||
+                           r.err.find("no CUDA device: ") != std::string::npos ||
+                           r.err.find("not present: ") != std::string::npos ||
+                           r.err.find("is not supported: this build has kernels for sm_90a") != std::string::npos ||
+                           r.err.find("model forward on CUDA is not enabled yet") != std::string::npos;
+    EXPECT_TRUE(explained) << args[0] << ": " << r.err;
+  }
+  RunResult bad = RunPagoda({"generate", "-m", m, "-p", "x", "--device", "tpu"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("unknown device 'tpu' (expected cpu, cuda or cuda:N)"), std::string::npos) << bad.err;
+}
+
 TEST_F(CliTest, ServeAndGatewayTlsFlagsFailNamingTheFile) {
   // Checked before the model loads (the built-in demo model here) and before
   // anything listens: a clear error, exit 1.

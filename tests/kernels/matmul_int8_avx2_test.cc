@@ -31,33 +31,6 @@ std::vector<float> RandomActs(int64_t n_tokens, int64_t n_in, uint32_t seed) {
   return x;
 }
 
-// Same bound as MatMulTest (matmul_test.cc): activation Q8 rounding per
-// 32-block, |y - y_ref| <= (1/254 + 1/256) * sum_k |w_k| * amax_blk(x)_k + slack.
-void ExpectNearReference(const TensorView& w, const float* x, int64_t n_tokens, const float* got,
-                         const std::string& what) {
-  const int64_t n_in = w.ne[0], n_out = w.rows();
-  std::vector<float> want(n_tokens * n_out), wrow(n_in);
-  MatMulReference(w, x, n_tokens, want.data());
-  const double eps = 1.0 / 254 + 1.0 / 256;
-  for (int64_t r = 0; r < n_out; ++r) {
-    ASSERT_TRUE(DequantizeRow(w.type, w.row(r), wrow.data(), n_in).ok());
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      const float* xt = x + t * n_in;
-      double bound = 0.0;
-      for (int64_t k0 = 0; k0 < n_in; k0 += 32) {
-        double amax = 0.0, wsum = 0.0;
-        for (int64_t k = k0; k < k0 + 32; ++k) {
-          amax = std::max(amax, std::fabs(static_cast<double>(xt[k])));
-          wsum += std::fabs(wrow[k]);
-        }
-        bound += wsum * amax;
-      }
-      bound = eps * bound + 1e-4 * (1 + std::fabs(want[t * n_out + r]));
-      ASSERT_NEAR(got[t * n_out + r], want[t * n_out + r], bound) << what << " token " << t << " row " << r;
-    }
-  }
-}
-
 // Both kernels (kPanel: the per-call panel; kGemv: the fused kernel reading
 // the weight rows), every token count 1..67 (token tiles and their tails),
 // row counts that leave partial 8-row groups and partial row chunks.
@@ -81,7 +54,9 @@ TEST_P(MatMulInt8Avx2Test, PanelMatchesReference) {
     BatchPathGuard path_guard(path);
     MatMul(w, x.data(), n_tokens, got.data(), pool);
   }
-  ExpectNearReference(w, x.data(), n_tokens, got.data(), std::string(DTypeName(type)) + " " + BatchPathName(path));
+  // The panel rounds activations per 32-block, also for K-quant weights.
+  ExpectNearMatMulReference(w, x.data(), n_tokens, got.data(),
+                            std::string(DTypeName(type)) + " " + BatchPathName(path), /*act_block=*/32);
 }
 
 std::vector<int64_t> TokenCounts() {

@@ -22,22 +22,10 @@ namespace {
 const BatchPath kAllPaths[] = {BatchPath::kAuto, BatchPath::kLegacy, BatchPath::kGemv, BatchPath::kPanel,
                                BatchPath::kGemm};
 
-// Checks got against MatMulReference within the error bound described below.
-void ExpectNearReference(const TensorView& w, const float* x, int64_t n_tokens, const float* got,
-                         const std::string& what);
-
 using MatMulParam = std::tuple<DType, Isa, int64_t /*n_tokens*/, int64_t /*n_out*/>;
 
 class MatMulTest : public ::testing::TestWithParam<MatMulParam> {};
 
-// Error bound. Fast paths may round activations to Q8 (per-block step
-// amax/127, so per element error <= amax_blk/254; the block is 256 elements
-// for K-quant weights, 32 otherwise) and may round weights and
-// activations to bf16 (relative 2^-9 each); all accumulate in f32. So
-//   |y - y_ref| <= eps * sum_k |w_k| * amax_blk(x)_k  + f32 slack,
-// with eps = 1/254 + 2^-8 (~0.0079) for every path. The reference dequantizes
-// with the same dequantizer and accumulates in double, so weight quantization
-// error itself is not part of the comparison.
 TEST_P(MatMulTest, MatchesReference) {
   const auto [type, isa, n_tokens, n_out] = GetParam();
   const int64_t block = GetDTypeInfo(type).block_size;
@@ -57,35 +45,7 @@ TEST_P(MatMulTest, MatchesReference) {
     IsaGuard guard(isa);
     MatMul(w, x.data(), n_tokens, got.data(), pool);
   }
-  ExpectNearReference(w, x.data(), n_tokens, got.data(), std::string(DTypeName(type)) + " " + IsaName(isa));
-}
-
-void ExpectNearReference(const TensorView& w, const float* x, int64_t n_tokens, const float* got,
-                         const std::string& what) {
-  const int64_t n_in = w.ne[0], n_out = w.rows();
-  const int64_t block = GetDTypeInfo(w.type).block_size;
-  std::vector<float> want(n_tokens * n_out);
-  MatMulReference(w, x, n_tokens, want.data());
-  std::vector<float> wrow(n_in);
-  const double eps = 1.0 / 254 + 1.0 / 256;
-  for (int64_t r = 0; r < n_out; ++r) {
-    ASSERT_TRUE(DequantizeRow(w.type, w.row(r), wrow.data(), n_in).ok());
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      const float* xt = x + t * n_in;
-      double bound = 0.0;
-      const int64_t act_block = block == 256 ? 256 : 32;
-      for (int64_t k0 = 0; k0 < n_in; k0 += act_block) {
-        double amax = 0.0, wsum = 0.0;
-        for (int64_t k = k0; k < std::min(k0 + act_block, n_in); ++k) {
-          amax = std::max(amax, std::fabs(static_cast<double>(xt[k])));
-          wsum += std::fabs(wrow[k]);
-        }
-        bound += wsum * amax;
-      }
-      bound = eps * bound + 1e-4 * (1 + std::fabs(want[t * n_out + r]));
-      ASSERT_NEAR(got[t * n_out + r], want[t * n_out + r], bound) << what << " token " << t << " row " << r;
-    }
-  }
+  ExpectNearMatMulReference(w, x.data(), n_tokens, got.data(), std::string(DTypeName(type)) + " " + IsaName(isa));
 }
 
 std::string ParamName(const ::testing::TestParamInfo<MatMulParam>& info) {
@@ -132,7 +92,7 @@ TEST_P(MatMulBatchPathTest, MatchesReference) {
     BatchPathGuard path_guard(path);
     MatMul(w, x.data(), n_tokens, got.data(), pool);
   }
-  ExpectNearReference(w, x.data(), n_tokens, got.data(),
+  ExpectNearMatMulReference(w, x.data(), n_tokens, got.data(),
                       std::string(DTypeName(type)) + " " + IsaName(isa) + " " + BatchPathName(path));
 }
 
@@ -222,7 +182,7 @@ TEST(MatMulBoundsTest, ReadsOnlyTheWeightBytes) {
               BatchPathGuard path_guard(path);
               std::vector<float> got(n_tokens * n_out, NAN);
               MatMul(w, x.data(), n_tokens, got.data(), pool);
-              ExpectNearReference(w, x.data(), n_tokens, got.data(),
+              ExpectNearMatMulReference(w, x.data(), n_tokens, got.data(),
                                   std::string(DTypeName(type)) + " " + IsaName(isa) + " " + BatchPathName(path) +
                                       " n_in " + std::to_string(n_in) + " n_out " + std::to_string(n_out));
             }
@@ -297,7 +257,7 @@ TEST(MatMulGroupedTest, MatchesSeparateMatMuls) {
     for (int i = 0; i < 6; ++i) {
       EXPECT_EQ(got[i], want[i]) << IsaName(isa) << " weight " << i;
       if (tokens[i] > 0) {
-        ExpectNearReference(ws[i], x[i].data(), tokens[i], got[i].data(),
+        ExpectNearMatMulReference(ws[i], x[i].data(), tokens[i], got[i].data(),
                             std::string(IsaName(isa)) + " grouped weight " + std::to_string(i));
       }
     }
