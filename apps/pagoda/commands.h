@@ -6,6 +6,7 @@
 namespace pagoda::cli {
 
 int CmdGenerate(int argc, char** argv);
+int CmdEmbed(int argc, char** argv);           // `pagoda embed`: embeddings of a file's lines (JSONL)
 int CmdInspect(int argc, char** argv);
 int CmdBench(int argc, char** argv);
 int CmdMakeModel(int argc, char** argv);

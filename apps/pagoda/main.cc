@@ -17,6 +17,7 @@ struct Command {
 
 const Command kCommands[] = {
     {"generate", pagoda::cli::CmdGenerate, "generate text from a prompt (streams to stdout)"},
+    {"embed", pagoda::cli::CmdEmbed, "embeddings of the lines of a file, as JSONL"},
     {"inspect", pagoda::cli::CmdInspect, "print a GGUF file's metadata and tensor table"},
     {"bench", pagoda::cli::CmdBench, "prompt-processing and generation speed (pp512 / tg128)"},
     {"make-model", pagoda::cli::CmdMakeModel, "write a random-weight model (tests, benchmarks)"},

@@ -442,3 +442,41 @@ TEST_F(CliTest, PerplexityAgreementOverPrompts) {
 
 }  // namespace
 }  // namespace pagoda
+
+namespace pagoda {
+namespace {
+
+// `pagoda embed`: one JSONL row per input line, in order, unit vectors; the
+// same text (plain, JSON string, {"text"}) embeds the same; an empty line
+// is refused with its line number.
+TEST(CliEmbedTest, WritesOneUnitVectorPerLineInOrder) {
+  PAGODA_REQUIRE_TESTDATA("stories260K.gguf");
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("pagoda_cli_embed_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string in = (dir / "in.txt").string(), bad = (dir / "bad.txt").string();
+  std::ofstream(in) << "Once upon a time\n\"Once upon a time\"\n{\"text\":\"Once upon a time\"}\nThe cat sat.\n";
+  std::ofstream(bad) << "a\n\nb\n";
+  RunResult r = RunPagoda({"embed", "-m", testing::TestDataPath("stories260K.gguf"), "-f", in, "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::vector<nlohmann::json> rows;
+  for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(rows.size(), 4u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["index"], i);
+    double norm = 0;
+    for (double v : rows[i]["embedding"]) norm += v * v;
+    EXPECT_NEAR(norm, 1.0, 1e-5);
+  }
+  EXPECT_EQ(rows[0]["embedding"], rows[1]["embedding"]);
+  EXPECT_EQ(rows[0]["embedding"], rows[2]["embedding"]);
+  EXPECT_NE(rows[0]["embedding"], rows[3]["embedding"]);
+  RunResult e = RunPagoda({"embed", "-m", testing::TestDataPath("stories260K.gguf"), "-f", bad});
+  EXPECT_EQ(e.exit_code, 1);
+  EXPECT_NE(e.err.find("bad.txt:2: empty input"), std::string::npos) << e.err;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pagoda
