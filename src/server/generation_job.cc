@@ -63,28 +63,39 @@ void GenerationJob::Start(ServeContext& ctx, std::vector<EngineRequest> requests
     }
     sender = std::move(started).value();
   }
+  std::vector<int64_t> prompt_tokens;
+  for (const auto& r : requests) prompt_tokens.push_back(static_cast<int64_t>(r.prompt.size()));
+  auto handles = SubmitJobRequests(ctx, std::move(requests), spec, *writer);
+  if (!handles) return;
   auto job = std::make_shared<GenerationJob>(ctx, std::move(spec), std::move(format), std::move(writer));
   job->kv_sender_ = std::move(sender);
-  const auto arrival = std::chrono::steady_clock::now();
-  for (auto& r : requests) {
-    if (ctx.request_timeout.count() > 0) r.deadline = arrival + ctx.request_timeout;
-    job->prompt_tokens_.push_back(static_cast<int64_t>(r.prompt.size()));
-    job->cached_tokens_.push_back(0);
-    auto handle = ctx.engine->Submit(std::move(r));
-    if (!handle.ok()) {
-      job->CancelAll();
-      if (job->spec_.on_finish) job->spec_.on_finish(JobOutcome{.failed = true});
-      job->writer_->Respond(job->WithHeaders(ErrorResponse(ApiErrorFromStatus(handle.status()))));
-      return;
-    }
-    job->handles_.push_back(*handle);
-  }
+  job->handles_ = std::move(*handles);
+  job->prompt_tokens_ = std::move(prompt_tokens);
+  job->cached_tokens_.assign(job->prompt_tokens_.size(), 0);
   job->Attach();
 }
 
-http::Response GenerationJob::WithHeaders(http::Response r) const {
-  for (const auto& [name, value] : spec_.response_headers.fields()) r.headers.Set(name, value);
+http::Response WithJobHeaders(const JobSpec& spec, http::Response r) {
+  for (const auto& [name, value] : spec.response_headers.fields()) r.headers.Set(name, value);
   return r;
+}
+
+std::optional<std::vector<RequestHandle>> SubmitJobRequests(ServeContext& ctx, std::vector<EngineRequest> requests,
+                                                            const JobSpec& spec, http::ResponseWriter& writer) {
+  const auto arrival = std::chrono::steady_clock::now();
+  std::vector<RequestHandle> handles;
+  for (auto& r : requests) {
+    if (ctx.request_timeout.count() > 0) r.deadline = arrival + ctx.request_timeout;
+    auto handle = ctx.engine->Submit(std::move(r));
+    if (!handle.ok()) {
+      for (auto& h : handles) h->Cancel();
+      if (spec.on_finish) spec.on_finish(JobOutcome{.failed = true});
+      writer.Respond(WithJobHeaders(spec, ErrorResponse(ApiErrorFromStatus(handle.status()))));
+      return std::nullopt;
+    }
+    handles.push_back(*handle);
+  }
+  return handles;
 }
 
 GenerationJob::GenerationJob(ServeContext& ctx, JobSpec spec, std::unique_ptr<ResponseFormat> format,
@@ -290,7 +301,7 @@ void GenerationJob::Fail(const Status& error) {
     writer_->SendSse(api::kSseDone);
     writer_->EndSse();
   } else {
-    writer_->Respond(WithHeaders(ErrorResponse(e)));
+    writer_->Respond(WithJobHeaders(spec_, ErrorResponse(e)));
   }
 }
 
@@ -351,7 +362,7 @@ void GenerationJob::Complete() {
     });
     return;
   }
-  writer_->Respond(WithHeaders(http::Response::Json(200, std::move(body))));
+  writer_->Respond(WithJobHeaders(spec_, http::Response::Json(200, std::move(body))));
 }
 
 }  // namespace pagoda::server

@@ -110,6 +110,16 @@ struct JobSpec {
   std::optional<api::KvTransferParams> kv_transfer;
 };
 
+// `r` with spec.response_headers added: every response a job sends carries them.
+http::Response WithJobHeaders(const JobSpec& spec, http::Response r);
+
+// Submits a job's engine requests, each with the deadline --request-timeout
+// gives from now. On a refusal it cancels those already submitted, meters
+// the job as failed (spec.on_finish), answers the error through `writer`
+// and returns nullopt.
+std::optional<std::vector<RequestHandle>> SubmitJobRequests(ServeContext& ctx, std::vector<EngineRequest> requests,
+                                                            const JobSpec& spec, http::ResponseWriter& writer);
+
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
  public:
   // Submits `requests` (one per prompt); the job answers through `writer`.
@@ -138,8 +148,6 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   std::vector<api::TokenLogprob> EchoLogprobs(int prompt) const;  // the echoed prompt's entries
   bool SendEcho(Choice& c);  // stream: the echoed prompt with its logprobs; false when the client is gone
   void Fail(const Status& error);
-  // `r` with spec_.response_headers added.
-  http::Response WithHeaders(http::Response r) const;
   void Complete();
   void CancelAll();
 

@@ -7,36 +7,33 @@ namespace pagoda::server {
 void PrefillJob::Start(ServeContext& ctx, std::vector<EngineRequest> requests, JobSpec spec, PrefillRenderer render,
                        std::shared_ptr<http::ResponseWriter> writer) {
   for (auto& r : requests) spec.tenant.ApplyTo(r);
-  auto job = std::make_shared<PrefillJob>(ctx, std::move(spec), std::move(render), std::move(writer));
-  const auto arrival = std::chrono::steady_clock::now();
-  for (auto& r : requests) {
-    if (ctx.request_timeout.count() > 0) r.deadline = arrival + ctx.request_timeout;
-    for (int32_t i = 0; i < r.n; ++i) {
-      const auto& suffixes = r.prefill ? r.prefill->suffixes : std::vector<std::vector<TokenId>>{};
-      job->prompt_tokens_ += static_cast<int64_t>(r.prompt.size() + (suffixes.empty() ? 0 : suffixes[i].size()));
-    }
-    job->n_sequences_.push_back(r.n);
-    job->open_ += r.n;
-    auto handle = ctx.engine->Submit(std::move(r));
-    if (!handle.ok()) {
-      job->CancelAll();
-      if (job->spec_.on_finish) job->spec_.on_finish(JobOutcome{.failed = true});
-      job->writer_->Respond(job->WithHeaders(ErrorResponse(ApiErrorFromStatus(handle.status()))));
-      return;
-    }
-    job->handles_.push_back(*handle);
+  int64_t prompt_tokens = 0, open = 0;
+  std::vector<int32_t> n_sequences;
+  for (const auto& r : requests) {
+    prompt_tokens += PrefillPromptTokens(r);
+    n_sequences.push_back(r.n);
+    open += r.n;
   }
+  auto handles = SubmitJobRequests(ctx, std::move(requests), spec, *writer);
+  if (!handles) return;
+  auto job = std::make_shared<PrefillJob>(ctx, std::move(spec), std::move(render), std::move(writer));
+  job->handles_ = std::move(*handles);
+  job->prompt_tokens_ = prompt_tokens;
+  job->n_sequences_ = std::move(n_sequences);
+  job->open_ = open;
   job->Attach();
+}
+
+int64_t PrefillPromptTokens(const EngineRequest& r) {
+  if (!r.prefill || r.prefill->suffixes.empty()) return static_cast<int64_t>(r.prompt.size()) * r.n;
+  int64_t n = 0;
+  for (const auto& s : r.prefill->suffixes) n += static_cast<int64_t>(r.prompt.size() + s.size());
+  return n;
 }
 
 PrefillJob::PrefillJob(ServeContext& ctx, JobSpec spec, PrefillRenderer render,
                        std::shared_ptr<http::ResponseWriter> writer)
     : ctx_(ctx), spec_(std::move(spec)), render_(std::move(render)), writer_(std::move(writer)) {}
-
-http::Response PrefillJob::WithHeaders(http::Response r) const {
-  for (const auto& [name, value] : spec_.response_headers.fields()) r.headers.Set(name, value);
-  return r;
-}
 
 void PrefillJob::CancelAll() {
   for (auto& h : handles_) h->Cancel();
@@ -101,11 +98,11 @@ void PrefillJob::Complete() {
   if (error != nullptr) {
     api::ApiError e = ApiErrorFromStatus(*error);
     if (e.status == 429) e.status = 503;  // in flight: the KV cache is too small, not a queue
-    writer_->Respond(WithHeaders(ErrorResponse(e)));
+    writer_->Respond(WithJobHeaders(spec_, ErrorResponse(e)));
     return;
   }
   if (cancelled) return;  // nobody is listening
-  writer_->Respond(WithHeaders(http::Response::Json(200, render_(results_, prompt_tokens_))));
+  writer_->Respond(WithJobHeaders(spec_, http::Response::Json(200, render_(results_, prompt_tokens_))));
 }
 
 }  // namespace pagoda::server

@@ -27,6 +27,10 @@ using PrefillResults = std::vector<EngineEvent>;
 // Turns every request's results (in submission order) into the response body.
 using PrefillRenderer = std::function<std::string(const std::vector<PrefillResults>& results, int64_t prompt_tokens)>;
 
+// Tokens an engine request computes over all its sequences (candidates
+// count the shared prefix each: the usage a client is billed).
+int64_t PrefillPromptTokens(const EngineRequest& r);
+
 class PrefillJob : public std::enable_shared_from_this<PrefillJob> {
  public:
   // spec: tenant, on_finish and response_headers as set by AdmitGeneration.
@@ -41,7 +45,6 @@ class PrefillJob : public std::enable_shared_from_this<PrefillJob> {
   void Drain();          // pump thread
   void Complete();
   void CancelAll();
-  http::Response WithHeaders(http::Response r) const;
 
   ServeContext& ctx_;
   const JobSpec spec_;

@@ -29,12 +29,6 @@ std::optional<api::ApiError> CheckScores(const ServeContext& ctx) {
                                         "no single 'yes' and 'no' tokens to answer with (a decoder reranker).");
 }
 
-int64_t PromptTokens(const EngineRequest& r) {
-  int64_t n = 0;
-  for (const auto& s : r.prefill->suffixes) n += static_cast<int64_t>(r.prompt.size() + s.size());
-  return n;
-}
-
 void HandleRerank(ServeContext& ctx, const http::Request& request, std::shared_ptr<http::ResponseWriter> writer) {
   auto fail = [&](const api::ApiError& e) { writer->Respond(ErrorResponse(e)); };
   auto req = api::ParseRerankRequest(request.body);
@@ -47,7 +41,7 @@ void HandleRerank(ServeContext& ctx, const http::Request& request, std::shared_p
   const std::string id = api::NewResponseId("rerank");
   auto r = ScoreRequestFor(ctx, req->query, req->documents, req->truncate_prompt_tokens, top_n, "documents", id);
   if (!r.ok()) return fail(r.error());
-  const int64_t tokens = PromptTokens(r.value());
+  const int64_t tokens = PrefillPromptTokens(r.value());
   JobSpec spec;
   if (auto refused = AdmitGeneration(ctx, request, req->model, tokens, 0, std::nullopt, spec)) {
     writer->Respond(std::move(*refused));
@@ -97,7 +91,7 @@ void HandleScore(ServeContext& ctx, const http::Request& request, std::shared_pt
     auto r = ScoreRequestFor(ctx, query, docs, req->truncate_prompt_tokens, 0, "text_2",
                              id + "-" + std::to_string(requests.size()));
     if (!r.ok()) return fail(r.error());
-    tokens += PromptTokens(r.value());
+    tokens += PrefillPromptTokens(r.value());
     requests.push_back(std::move(r).value());
     pair_index.push_back(pairs);
   }
