@@ -10,7 +10,8 @@
 //    request renders an object that matches the schema; a prompt holding
 //    <script> and an onerror <img> appears as text and runs nothing.
 //  - Dashboard: the charts gain points each second and the prefix-cache hit
-//    rate rises while requests with a repeated prefix run.
+//    rate rises while requests with a repeated prefix run; on a gateway with
+//    two replicas, each replica's series (filter and one line per replica).
 //  - Admin (pagoda serve --db --data-dir): locked without the admin key; a
 //    tenant and a key made in the page work on the API, the revoked key gets
 //    401; the dashboard's JSON needs a key (in scope); the usage CSV
@@ -319,22 +320,27 @@ test('dashboard charts update under load and the prefix-cache hit rate rises', a
   await closePage(page);
 });
 
-test('the gateway dashboard shows each replica, its routing and its engine', async () => {
+test('the gateway dashboard shows each replica, its routing and its engine, per replica over time', async () => {
+  // Two models on two servers: r0 (stories, the shared server) and r1 (tales, its own).
+  const other = await Server.start(bin, modelPath, NoClient, ['-c', '512']);
   const config = join(dir, 'gateway.toml');
-  writeFileSync(config, `[gateway]\nhealth_interval_ms = 200\n\n[[models]]\nname = "stories"\n` +
-    `served_model_name = "stories260K"\npolicy = "round_robin"\n[[models.deployments]]\nversion = "v1"\n` +
-    `[[models.deployments.replicas]]\nname = "r0"\nurl = "${plain.base}"\n`);
+  const model = (name, replica, base) => `[[models]]\nname = "${name}"\nserved_model_name = "stories260K"\n` +
+    `policy = "round_robin"\n[[models.deployments]]\nversion = "v1"\n[[models.deployments.replicas]]\n` +
+    `name = "${replica}"\nurl = "${base}"\n\n`;
+  writeFileSync(config, `[gateway]\nhealth_interval_ms = 200\n\n${model('stories', 'r0', plain.base)}${model('tales', 'r1', other.base)}`);
   const gw = await startGateway(bin, config);
+  const chat = async (name, i) => {
+    const r = await fetch(`${gw.base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: name, max_tokens: 16, messages: [{ role: 'user', content: `Once upon a time ${i}` }] }) });
+    assert.equal(r.status, 200, await r.text());
+  };
   try {
-    for (let i = 0; i < 3; ++i) {
-      const r = await fetch(`${gw.base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'stories', max_tokens: 8, messages: [{ role: 'user', content: 'Once upon a time' }] }) });
-      assert.equal(r.status, 200, await r.text());
-    }
+    for (let i = 0; i < 3; ++i) await chat('stories', i);
     const page = await openPage(gw.base);
     await page.goto(`${gw.base}/#/dashboard`);
     const row = page.locator('[data-testid=replicas] tbody tr');
     await row.first().waitFor();
+    assert.equal(await row.count(), 2);
     const cells = await row.first().locator('td').allTextContents();
     assert.equal(cells[0], 'r0');
     assert.equal(cells[3], 'healthy');
@@ -343,14 +349,50 @@ test('the gateway dashboard shows each replica, its routing and its engine', asy
     assert.match(cells[9], /^\d+ \/ \d+$/, `the replica's own running / waiting: ${cells[9]}`);
     await page.waitForSelector('[data-testid=chart-requests][data-points="2"]', { timeout: 10000 });
     assert.ok(Number(await page.getAttribute('[data-testid=tile-kv]', 'data-value')) >= 0);
-    // One model's figures: the filter restarts the series.
-    await page.selectOption('#dash-model', 'stories');
-    await page.waitForSelector('[data-testid=chart-requests][data-points="2"]', { timeout: 10000 });
+    // Load through the tales model only: r1 generates, r0 does not.
+    for (let i = 0; i < 6; i += 2) await Promise.all([chat('tales', i), chat('tales', i + 1)]);
+    await sleep(2200);  // two more polls
+    const chart = async () => page.evaluate(() => {
+      const el = document.querySelector('[data-testid=chart-throughput]');
+      return { points: Number(el.dataset.points), series: JSON.parse(el.dataset.series), max: JSON.parse(el.dataset.max) };
+    });
+    const all = await chart();
+    assert.deepEqual(all.series, ['generation', 'prompt']);
+    assert.ok(all.max[0] > 0, `generation over all replicas: ${all.max[0]}`);
+    // One replica's series, from the points already polled (none lost).
+    await page.selectOption('#dash-replica', 'r1');
+    const r1 = await chart();
+    assert.ok(r1.points >= all.points, `points ${all.points} -> ${r1.points}`);
+    assert.ok(r1.max[0] > 0, `r1's generation: ${r1.max[0]}`);
+    assert.deepEqual(await row.locator('td:first-child').allTextContents(), ['r1']);
+    await page.selectOption('#dash-replica', 'r0');
+    const r0 = await chart();
+    assert.ok(r0.points >= r1.points, `points ${r1.points} -> ${r0.points}`);
+    assert.equal(r0.max[0], 0, `r0's generation while only tales had load`);
+    assert.equal(Number(await page.getAttribute('[data-testid=tile-throughput]', 'data-value')), 0);
+    // One line per replica.
+    await page.selectOption('#dash-replica', '');
+    await page.check('#dash-split');
+    const split = await chart();
+    assert.deepEqual(split.series, ['r0 generation', 'r0 prompt', 'r1 generation', 'r1 prompt']);
+    assert.equal(split.max[0], 0);
+    assert.ok(split.max[2] > 0, `r1's line: ${split.max[2]}`);
+    assert.equal(await page.locator('[data-testid=chart-throughput] .u-legend .u-series').count(), 5);
+    // The model filter narrows the replica filter to that model's replicas.
+    await page.selectOption('#dash-model', 'tales');
+    assert.deepEqual(await page.locator('#dash-replica option').evaluateAll(os => os.map(o => o.value)), ['', 'r1']);
+    assert.deepEqual((await chart()).series, ['r1 generation', 'r1 prompt']);
     await shot(page, 'dashboard-gateway');
+    await page.setViewportSize({ width: 390, height: 900 });
+    await sleep(300);
+    await assertFits(page, 'gateway dashboard at 390');
+    await assertTabReachesEverything(page, 'gateway dashboard at 390');
+    await shot(page, 'dashboard-gateway-390');
     assert.deepEqual(page.errors, []);
     await closePage(page);
   } finally {
     await gw.stop();
+    await other.stop();
   }
 });
 
