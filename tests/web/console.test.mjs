@@ -7,8 +7,9 @@
 //  - Playground: an answer streams and shows its usage (prompt, cached,
 //    completion tokens, TTFT, tokens/s); the second turn shows cached tokens;
 //    the request is shown as curl and as openai SDK code; a JSON-schema
-//    request renders an object that matches the schema; a prompt holding
-//    <script> and an onerror <img> appears as text and runs nothing.
+//    request renders an object that matches the schema; a forced tool call,
+//    its result sent back as a tool message and the answer to it; a prompt
+//    holding <script> and an onerror <img> appears as text and runs nothing.
 //  - Dashboard: the charts gain points each second and the prefix-cache hit
 //    rate rises while requests with a repeated prefix run; on a gateway with
 //    two replicas, each replica's series (filter and one line per replica).
@@ -260,6 +261,49 @@ test('a JSON-schema request renders a valid object; a forced tool call shows as 
   const m = /^get_weather\((.*)\)$/s.exec(calls);
   assert.ok(m, `tool calls: ${calls}; the answer: ${await call.textContent()}`);
   assert.equal(typeof JSON.parse(m[1]).city, 'string');
+  await shot(page, 'playground-tool-call');
+  // The result of the call goes back as a role "tool" message after the
+  // assistant message that carried the call, and the model answers it.
+  const resultField = call.locator('#pg-tool-result-0');
+  const callId = await resultField.getAttribute('data-tool-call-id');
+  assert.match(callId ?? '', /^call_/);
+  assert.match(await call.locator('.tool-results').textContent(), new RegExp(`Result of get_weather \\(${callId}\\)`));
+  await assertTabReachesEverything(page, 'playground with a tool-result form');
+  await page.setViewportSize({ width: 390, height: 900 });
+  await assertFits(page, 'playground with a tool-result form at 390');
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.click('#pg-tool-send');  // empty: refused with a message, nothing sent
+  assert.match(await page.textContent('.page-status .notice.error'), /enter a result for get_weather/);
+  assert.equal(await page.locator('article.msg.assistant').count(), 1);
+  const sent = [];
+  page.on('request', (r) => { if (r.url().endsWith('/v1/chat/completions')) sent.push(JSON.parse(r.postData())); });
+  await page.selectOption('#pg-tool-choice', 'none');
+  await page.fill('#pg-max-tokens', '24');
+  const toolResult = '{"city": "Paris", "temperature": 21, "sky": "<b>clear</b>"}';
+  await resultField.fill(toolResult);
+  await page.click('#pg-tool-send');
+  await page.waitForFunction(() => {
+    const a = document.querySelectorAll('article.msg.assistant')[1];
+    return a && !a.hasAttribute('aria-busy');
+  }, null, { timeout: 30000 });
+  const reply = page.locator('article.msg.assistant').nth(1);
+  assert.equal(await reply.locator('.notice.error').count(), 0, await reply.textContent());
+  assert.ok((await reply.locator('[data-testid=answer]').textContent()).length > 0, 'an answer to the tool result');
+  assert.ok(Number(await reply.locator('[data-testid=answer-stats]').getAttribute('data-completion-tokens')) > 0);
+  assert.equal(await page.locator('[data-testid=tool-message]').textContent(), toolResult);
+  assert.equal(await page.locator('.tool-results').count(), 0, 'the answered form is gone');
+  assert.equal(sent.length, 1);
+  const msgs = sent[0].messages;
+  assert.equal(sent[0].stream, true);
+  assert.equal(sent[0].tool_choice, 'none');
+  assert.deepEqual(msgs.map(x => x.role), ['user', 'assistant', 'tool']);
+  assert.equal(msgs[1].tool_calls.length, 1);
+  assert.equal(msgs[1].tool_calls[0].id, callId);
+  assert.equal(msgs[1].tool_calls[0].function.name, 'get_weather');
+  assert.deepEqual(msgs[2], { role: 'tool', tool_call_id: callId, content: toolResult });
+  assert.match(await page.textContent('#pg-code'), new RegExp(`"tool_call_id": "${callId}"`));
+  await shot(page, 'playground-tool-result');
+  assert.deepEqual(page.errors, []);
   await closePage(page);
 });
 
