@@ -15,8 +15,10 @@
 //    two replicas, each replica's series (filter and one line per replica).
 //  - Admin (pagoda serve --db --data-dir): locked without the admin key; a
 //    tenant and a key made in the page work on the API, the revoked key gets
-//    401; the dashboard's JSON needs a key (in scope); the usage CSV
-//    downloads; a batch shows its progress and its output file.
+//    401, a rotated key's new secret works and its old one gets 401, a
+//    tenant edited in the page changes on the API; the dashboard's JSON needs
+//    a key (in scope); the usage CSV downloads; a batch shows its progress
+//    and its output file.
 //  - A server killed mid-stream: the answer shows an error, the page stays usable.
 //  - Every page at 1280 and 390 px wide (no horizontal overflow), every
 //    control reached by Tab, no request leaves the page's origin;
@@ -486,6 +488,50 @@ test('admin: locked without the key; a key made in the page works, revoked it ge
   await page.waitForSelector(`[data-testid=keys] tr:has(td:text-is("${keyId}")) td:text-is("revoked")`);
   assert.equal((await fetch(`${keyed.base}/v1/models`, { headers: auth })).status, 401);
   assert.equal((await fetch(`${keyed.base}/console/api/stats`, { headers: auth })).status, 401);
+  // Rotation: a new secret for the same tenant, name and scope; the old key revoked at once.
+  await page.fill('#key-name', 'rotating');
+  await page.fill('#key-models', 'stories260K');
+  await page.click('#key-create');
+  await page.waitForSelector('[data-testid=keys] td:text-is("rotating")');
+  const first = (await page.locator('[data-testid=new-key-secret]').textContent()).trim();
+  const oldRow = page.locator('[data-testid=keys] tr:has(td:text-is("rotating")):has(button[data-rotate-key-id])');
+  const oldId = await oldRow.locator('button[data-rotate-key-id]').getAttribute('data-rotate-key-id');
+  await page.fill('#key-rotate-grace', '-5');
+  await page.click(`button[data-rotate-key-id="${oldId}"]`);
+  assert.match(await page.textContent('[data-testid=admin-status] .notice.error'), /Rotation grace/);
+  assert.equal((await fetch(`${keyed.base}/v1/models`, { headers: { authorization: `Bearer ${first}` } })).status, 200);
+  await page.fill('#key-rotate-grace', '0');
+  await page.click(`button[data-rotate-key-id="${oldId}"]`);
+  await page.waitForSelector(`[data-testid=keys] tr:has(td:text-is("${oldId}")) td:text-is("revoked")`);
+  const rotated = (await page.locator('[data-testid=new-key-secret]').textContent()).trim();
+  assert.match(rotated, /^pgd-/);
+  assert.notEqual(rotated, first);
+  assert.match(await page.textContent('.secret-box'), new RegExp(`replaces ${oldId} \\(revoked\\)`));
+  assert.equal((await fetch(`${keyed.base}/v1/models`, { headers: { authorization: `Bearer ${rotated}` } })).status, 200);
+  assert.equal((await fetch(`${keyed.base}/v1/models`, { headers: { authorization: `Bearer ${first}` } })).status, 401);
+  const newRow = page.locator('[data-testid=keys] tr:has(td:text-is("rotating")):has(td:text-is("active"))');
+  assert.deepEqual((await newRow.locator('td').allTextContents()).slice(1, 4), ['webtest', 'rotating', 'stories260K']);
+  await shot(page, 'admin-key-rotated');
+  // Tenant editing: a bad weight is refused in the page; a rename and a new weight reach the API.
+  await page.click('#admin-tab-tenants');
+  await page.click('button[data-edit-tenant="webtest"]');
+  await page.fill('#edit-tenant-name', 'Web test renamed');
+  await page.fill('#edit-tenant-weight', '0');
+  await page.click('#edit-tenant-save');
+  assert.match(await page.textContent('[data-testid=admin-status] .notice.error'), /Tenant weight: a number above 0/);
+  await page.fill('#edit-tenant-weight', '2.5');
+  await page.selectOption('#edit-tenant-max-class', 'batch');
+  await page.click('#edit-tenant-save');
+  await page.waitForSelector('[data-testid=tenants] td:text-is("Web test renamed")');
+  assert.match(await page.textContent('[data-testid=admin-status]'), /updated \(name, weight, max_class\)/);
+  const tenant = await (await fetch(`${keyed.base}/admin/tenants/webtest`, { headers: { authorization: `Bearer ${ADMIN}` } })).json();
+  assert.equal(tenant.name, 'Web test renamed');
+  assert.equal(tenant.weight, 2.5);
+  assert.equal(tenant.max_class, 'batch');
+  await page.click('button[data-edit-tenant="webtest"]');
+  await page.selectOption('#edit-tenant-max-class', '');
+  await page.click('#edit-tenant-save');
+  await page.waitForSelector('[data-testid=tenants] tr:has(td:text-is("webtest")) td:text-is("plan")');
   // Usage, limits and batches render through the same admin key.
   await page.click('#admin-tab-usage');
   await page.waitForSelector('[data-testid=usage]');
@@ -581,6 +627,7 @@ test('every page fits 1280 and 390 px and Tab reaches every control', async () =
           await page.click(`#admin-tab-${tab}`);
           await page.waitForSelector(`#admin-tab-${tab}[aria-selected="true"]`);
           await sleep(200);
+          if (tab === 'tenants') await page.click('button[data-edit-tenant]');  // the edit form too
           await assertFits(page, `admin ${tab} at ${width}`);
           await assertTabReachesEverything(page, `admin ${tab} at ${width}`);
         }
