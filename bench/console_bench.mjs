@@ -7,14 +7,20 @@
 //    chromium, --loads fresh browser contexts (no cache), median and max;
 //  - dashboard CPU: the server's CPU time (utime + stime from /proc) over
 //    --seconds idle, then over --seconds with a dashboard page polling
-//    /console/api/stats every second, as % of one core.
+//    /console/api/stats every second, as % of one core;
+//  - with --gateway-replicas N: a `pagoda gateway` in front of the server
+//    with N replicas (r0.., all the same server, so the server answers N
+//    stats requests a poll), the gateway's and the server's CPU idle and with
+//    the gateway's dashboard polling with one line per replica.
 //
 // Needs tests/web/node_modules (npm ci there) and Debian's chromium. One JSON
 // object on stdout.
 // Usage: node bench/console_bench.mjs --bin build/bin/pagoda --model M.gguf [--loads 10] [--seconds 30]
+//          [--gateway-replicas 4]
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -27,20 +33,30 @@ const bin = args.bin ?? 'build/bin/pagoda';
 const model = args.model ?? join(here, '../../shared/testdata/stories260K.gguf');
 const loads = Number(args.loads ?? 10);
 const seconds = Number(args.seconds ?? 30);
+const gatewayReplicas = Number(args['gateway-replicas'] ?? 0);
+if (!Number.isInteger(gatewayReplicas) || gatewayReplicas < 0) throw new Error('--gateway-replicas: a whole number >= 0');
 const { chromium } = await import(join(here, '../tests/web/node_modules/playwright-core/index.mjs'));
 
 const sleep = (ms) => new Promise(r => setTimeout(r, ms));
-const port = await new Promise((resolve) => {
+const freePort = () => new Promise((resolve) => {
   const s = createServer();
   s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
 });
-const base = `http://127.0.0.1:${port}`;
-const server = spawn(bin, ['serve', '-m', model, '--port', String(port), '-t', '1'], { stdio: ['ignore', 'ignore', 'ignore'] });
-process.on('exit', () => server.kill('SIGKILL'));
-for (let i = 0; i < 100; ++i) {
-  try { if ((await fetch(`${base}/health`)).ok) break; } catch {}
-  await sleep(100);
+const children = [];
+process.on('exit', () => children.forEach(c => c.kill('SIGKILL')));
+// `pagoda ARGS...` on a free port (its flag comes from `portArgs`), once /health answers.
+async function start(portArgs, argv) {
+  const port = await freePort();
+  const proc = spawn(bin, [...argv, ...portArgs(port)], { stdio: ['ignore', 'ignore', 'ignore'] });
+  children.push(proc);
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; ++i) {
+    try { if ((await fetch(`${url}/health`)).ok) break; } catch {}
+    await sleep(100);
+  }
+  return { proc, url };
 }
+const { proc: server, url: base } = await start((p) => ['--port', String(p)], ['serve', '-m', model, '-t', '1']);
 
 // Size.
 const html = await (await fetch(`${base}/`)).text();
@@ -69,28 +85,56 @@ for (let i = 0; i < loads; ++i) {
   await ctx.close();
 }
 
-// Dashboard CPU: the server process's CPU seconds over a window.
+// Dashboard CPU: each process's CPU seconds over a window, as % of one core.
 const ticks = Number(process.env.CLK_TCK ?? 100);
-const cpu = () => {
-  const f = readFileSync(`/proc/${server.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+const cpu = (pid) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(f[11]) + Number(f[12])) / ticks;  // utime, stime
 };
-const window = async () => { const c0 = cpu(); const t0 = Date.now(); await sleep(seconds * 1000);
-                             return (100 * (cpu() - c0)) / ((Date.now() - t0) / 1000); };
-const idlePct = await window();
-const ctx = await browser.newContext();
-const page = await ctx.newPage();
-await page.goto(`${base}/#/dashboard`);
-await page.waitForSelector('[data-testid=chart-requests]');
-const pollingPct = await window();
-const points = Number(await page.getAttribute('[data-testid=chart-requests]', 'data-points'));
+const window = async (procs) => {
+  const c0 = procs.map(p => cpu(p.pid));
+  const t0 = Date.now();
+  await sleep(seconds * 1000);
+  const dt = (Date.now() - t0) / 1000;
+  return procs.map((p, i) => (100 * (cpu(p.pid) - c0[i])) / dt);
+};
+// Idle, then with the dashboard at `url` open (after `prepare` on its page).
+async function overhead(url, procs, prepare = async () => {}) {
+  const idle = await window(procs);
+  const ctx = await browser.newContext();
+  const page = await ctx.newPage();
+  await page.goto(`${url}/#/dashboard`);
+  await page.waitForSelector('[data-testid=chart-requests]');
+  await prepare(page);
+  const polling = await window(procs);
+  const polls = Number(await page.getAttribute('[data-testid=chart-requests]', 'data-points'));
+  await ctx.close();
+  return procs.map((_, i) => ({ idle: +idle[i].toFixed(3), dashboard_polling: +polling[i].toFixed(3),
+                                added: +(polling[i] - idle[i]).toFixed(3), seconds, polls }));
+}
+const [serveCpu] = await overhead(base, [server]);
+
+let gateway;
+if (gatewayReplicas > 0) {
+  const config = join(mkdtempSync(join(tmpdir(), 'pagoda-console-bench-')), 'gateway.toml');
+  const replicas = Array.from({ length: gatewayReplicas }, (_, i) =>
+    `[[models.deployments.replicas]]\nname = "r${i}"\nurl = "${base}"\n`).join('');
+  writeFileSync(config, `[[models]]\nname = "stories"\nserved_model_name = "stories260K"\n` +
+                        `[[models.deployments]]\nversion = "v1"\n${replicas}`);
+  const gw = await start((p) => ['--listen', `127.0.0.1:${p}`], ['gateway', '--config', config]);
+  const [gwCpu, serverCpu] = await overhead(gw.url, [gw.proc, server], async (page) => {
+    await page.waitForSelector('#dash-split');
+    await page.check('#dash-split');  // one line per replica: the page's heaviest view
+  });
+  gateway = { replicas: gatewayReplicas, gateway_cpu_pct_of_one_core: gwCpu, server_cpu_pct_of_one_core: serverCpu };
+}
 await browser.close();
-server.kill('SIGTERM');
+children.forEach(c => c.kill('SIGTERM'));
 
 console.log(JSON.stringify({
   console_bytes: bytes, console_gzip_bytes: gz,
   first_contentful_paint_ms: { median: quantile(fcp, 0.5), max: Math.max(...fcp), loads },
-  server_cpu_pct_of_one_core: { idle: +idlePct.toFixed(3), dashboard_polling: +pollingPct.toFixed(3),
-                                added: +(pollingPct - idlePct).toFixed(3), seconds, polls: points },
+  server_cpu_pct_of_one_core: serveCpu,
+  ...(gateway ? { gateway } : {}),
 }, null, 2));
 process.exit(0);

@@ -7,14 +7,18 @@
 //  - Playground: an answer streams and shows its usage (prompt, cached,
 //    completion tokens, TTFT, tokens/s); the second turn shows cached tokens;
 //    the request is shown as curl and as openai SDK code; a JSON-schema
-//    request renders an object that matches the schema; a prompt holding
-//    <script> and an onerror <img> appears as text and runs nothing.
+//    request renders an object that matches the schema; a forced tool call,
+//    its result sent back as a tool message and the answer to it; a prompt
+//    holding <script> and an onerror <img> appears as text and runs nothing.
 //  - Dashboard: the charts gain points each second and the prefix-cache hit
-//    rate rises while requests with a repeated prefix run.
+//    rate rises while requests with a repeated prefix run; on a gateway with
+//    two replicas, each replica's series (filter and one line per replica).
 //  - Admin (pagoda serve --db --data-dir): locked without the admin key; a
 //    tenant and a key made in the page work on the API, the revoked key gets
-//    401; the dashboard's JSON needs a key (in scope); the usage CSV
-//    downloads; a batch shows its progress and its output file.
+//    401, a rotated key's new secret works and its old one gets 401, a
+//    tenant edited in the page changes on the API; the dashboard's JSON needs
+//    a key (in scope); the usage CSV downloads; a batch shows its progress
+//    and its output file.
 //  - A server killed mid-stream: the answer shows an error, the page stays usable.
 //  - Every page at 1280 and 390 px wide (no horizontal overflow), every
 //    control reached by Tab, no request leaves the page's origin;
@@ -259,6 +263,49 @@ test('a JSON-schema request renders a valid object; a forced tool call shows as 
   const m = /^get_weather\((.*)\)$/s.exec(calls);
   assert.ok(m, `tool calls: ${calls}; the answer: ${await call.textContent()}`);
   assert.equal(typeof JSON.parse(m[1]).city, 'string');
+  await shot(page, 'playground-tool-call');
+  // The result of the call goes back as a role "tool" message after the
+  // assistant message that carried the call, and the model answers it.
+  const resultField = call.locator('#pg-tool-result-0');
+  const callId = await resultField.getAttribute('data-tool-call-id');
+  assert.match(callId ?? '', /^call_/);
+  assert.match(await call.locator('.tool-results').textContent(), new RegExp(`Result of get_weather \\(${callId}\\)`));
+  await assertTabReachesEverything(page, 'playground with a tool-result form');
+  await page.setViewportSize({ width: 390, height: 900 });
+  await assertFits(page, 'playground with a tool-result form at 390');
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.click('#pg-tool-send');  // empty: refused with a message, nothing sent
+  assert.match(await page.textContent('.page-status .notice.error'), /enter a result for get_weather/);
+  assert.equal(await page.locator('article.msg.assistant').count(), 1);
+  const sent = [];
+  page.on('request', (r) => { if (r.url().endsWith('/v1/chat/completions')) sent.push(JSON.parse(r.postData())); });
+  await page.selectOption('#pg-tool-choice', 'none');
+  await page.fill('#pg-max-tokens', '24');
+  const toolResult = '{"city": "Paris", "temperature": 21, "sky": "<b>clear</b>"}';
+  await resultField.fill(toolResult);
+  await page.click('#pg-tool-send');
+  await page.waitForFunction(() => {
+    const a = document.querySelectorAll('article.msg.assistant')[1];
+    return a && !a.hasAttribute('aria-busy');
+  }, null, { timeout: 30000 });
+  const reply = page.locator('article.msg.assistant').nth(1);
+  assert.equal(await reply.locator('.notice.error').count(), 0, await reply.textContent());
+  assert.ok((await reply.locator('[data-testid=answer]').textContent()).length > 0, 'an answer to the tool result');
+  assert.ok(Number(await reply.locator('[data-testid=answer-stats]').getAttribute('data-completion-tokens')) > 0);
+  assert.equal(await page.locator('[data-testid=tool-message]').textContent(), toolResult);
+  assert.equal(await page.locator('.tool-results').count(), 0, 'the answered form is gone');
+  assert.equal(sent.length, 1);
+  const msgs = sent[0].messages;
+  assert.equal(sent[0].stream, true);
+  assert.equal(sent[0].tool_choice, 'none');
+  assert.deepEqual(msgs.map(x => x.role), ['user', 'assistant', 'tool']);
+  assert.equal(msgs[1].tool_calls.length, 1);
+  assert.equal(msgs[1].tool_calls[0].id, callId);
+  assert.equal(msgs[1].tool_calls[0].function.name, 'get_weather');
+  assert.deepEqual(msgs[2], { role: 'tool', tool_call_id: callId, content: toolResult });
+  assert.match(await page.textContent('#pg-code'), new RegExp(`"tool_call_id": "${callId}"`));
+  await shot(page, 'playground-tool-result');
+  assert.deepEqual(page.errors, []);
   await closePage(page);
 });
 
@@ -319,22 +366,27 @@ test('dashboard charts update under load and the prefix-cache hit rate rises', a
   await closePage(page);
 });
 
-test('the gateway dashboard shows each replica, its routing and its engine', async () => {
+test('the gateway dashboard shows each replica, its routing and its engine, per replica over time', async () => {
+  // Two models on two servers: r0 (stories, the shared server) and r1 (tales, its own).
+  const other = await Server.start(bin, modelPath, NoClient, ['-c', '512']);
   const config = join(dir, 'gateway.toml');
-  writeFileSync(config, `[gateway]\nhealth_interval_ms = 200\n\n[[models]]\nname = "stories"\n` +
-    `served_model_name = "stories260K"\npolicy = "round_robin"\n[[models.deployments]]\nversion = "v1"\n` +
-    `[[models.deployments.replicas]]\nname = "r0"\nurl = "${plain.base}"\n`);
+  const model = (name, replica, base) => `[[models]]\nname = "${name}"\nserved_model_name = "stories260K"\n` +
+    `policy = "round_robin"\n[[models.deployments]]\nversion = "v1"\n[[models.deployments.replicas]]\n` +
+    `name = "${replica}"\nurl = "${base}"\n\n`;
+  writeFileSync(config, `[gateway]\nhealth_interval_ms = 200\n\n${model('stories', 'r0', plain.base)}${model('tales', 'r1', other.base)}`);
   const gw = await startGateway(bin, config);
+  const chat = async (name, i) => {
+    const r = await fetch(`${gw.base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: name, max_tokens: 16, messages: [{ role: 'user', content: `Once upon a time ${i}` }] }) });
+    assert.equal(r.status, 200, await r.text());
+  };
   try {
-    for (let i = 0; i < 3; ++i) {
-      const r = await fetch(`${gw.base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'stories', max_tokens: 8, messages: [{ role: 'user', content: 'Once upon a time' }] }) });
-      assert.equal(r.status, 200, await r.text());
-    }
+    for (let i = 0; i < 3; ++i) await chat('stories', i);
     const page = await openPage(gw.base);
     await page.goto(`${gw.base}/#/dashboard`);
     const row = page.locator('[data-testid=replicas] tbody tr');
     await row.first().waitFor();
+    assert.equal(await row.count(), 2);
     const cells = await row.first().locator('td').allTextContents();
     assert.equal(cells[0], 'r0');
     assert.equal(cells[3], 'healthy');
@@ -343,14 +395,50 @@ test('the gateway dashboard shows each replica, its routing and its engine', asy
     assert.match(cells[9], /^\d+ \/ \d+$/, `the replica's own running / waiting: ${cells[9]}`);
     await page.waitForSelector('[data-testid=chart-requests][data-points="2"]', { timeout: 10000 });
     assert.ok(Number(await page.getAttribute('[data-testid=tile-kv]', 'data-value')) >= 0);
-    // One model's figures: the filter restarts the series.
-    await page.selectOption('#dash-model', 'stories');
-    await page.waitForSelector('[data-testid=chart-requests][data-points="2"]', { timeout: 10000 });
+    // Load through the tales model only: r1 generates, r0 does not.
+    for (let i = 0; i < 6; i += 2) await Promise.all([chat('tales', i), chat('tales', i + 1)]);
+    await sleep(2200);  // two more polls
+    const chart = async () => page.evaluate(() => {
+      const el = document.querySelector('[data-testid=chart-throughput]');
+      return { points: Number(el.dataset.points), series: JSON.parse(el.dataset.series), max: JSON.parse(el.dataset.max) };
+    });
+    const all = await chart();
+    assert.deepEqual(all.series, ['generation', 'prompt']);
+    assert.ok(all.max[0] > 0, `generation over all replicas: ${all.max[0]}`);
+    // One replica's series, from the points already polled (none lost).
+    await page.selectOption('#dash-replica', 'r1');
+    const r1 = await chart();
+    assert.ok(r1.points >= all.points, `points ${all.points} -> ${r1.points}`);
+    assert.ok(r1.max[0] > 0, `r1's generation: ${r1.max[0]}`);
+    assert.deepEqual(await row.locator('td:first-child').allTextContents(), ['r1']);
+    await page.selectOption('#dash-replica', 'r0');
+    const r0 = await chart();
+    assert.ok(r0.points >= r1.points, `points ${r1.points} -> ${r0.points}`);
+    assert.equal(r0.max[0], 0, `r0's generation while only tales had load`);
+    assert.equal(Number(await page.getAttribute('[data-testid=tile-throughput]', 'data-value')), 0);
+    // One line per replica.
+    await page.selectOption('#dash-replica', '');
+    await page.check('#dash-split');
+    const split = await chart();
+    assert.deepEqual(split.series, ['r0 generation', 'r0 prompt', 'r1 generation', 'r1 prompt']);
+    assert.equal(split.max[0], 0);
+    assert.ok(split.max[2] > 0, `r1's line: ${split.max[2]}`);
+    assert.equal(await page.locator('[data-testid=chart-throughput] .u-legend .u-series').count(), 5);
+    // The model filter narrows the replica filter to that model's replicas.
+    await page.selectOption('#dash-model', 'tales');
+    assert.deepEqual(await page.locator('#dash-replica option').evaluateAll(os => os.map(o => o.value)), ['', 'r1']);
+    assert.deepEqual((await chart()).series, ['r1 generation', 'r1 prompt']);
     await shot(page, 'dashboard-gateway');
+    await page.setViewportSize({ width: 390, height: 900 });
+    await sleep(300);
+    await assertFits(page, 'gateway dashboard at 390');
+    await assertTabReachesEverything(page, 'gateway dashboard at 390');
+    await shot(page, 'dashboard-gateway-390');
     assert.deepEqual(page.errors, []);
     await closePage(page);
   } finally {
     await gw.stop();
+    await other.stop();
   }
 });
 
@@ -400,6 +488,50 @@ test('admin: locked without the key; a key made in the page works, revoked it ge
   await page.waitForSelector(`[data-testid=keys] tr:has(td:text-is("${keyId}")) td:text-is("revoked")`);
   assert.equal((await fetch(`${keyed.base}/v1/models`, { headers: auth })).status, 401);
   assert.equal((await fetch(`${keyed.base}/console/api/stats`, { headers: auth })).status, 401);
+  // Rotation: a new secret for the same tenant, name and scope; the old key revoked at once.
+  await page.fill('#key-name', 'rotating');
+  await page.fill('#key-models', 'stories260K');
+  await page.click('#key-create');
+  await page.waitForSelector('[data-testid=keys] td:text-is("rotating")');
+  const first = (await page.locator('[data-testid=new-key-secret]').textContent()).trim();
+  const oldRow = page.locator('[data-testid=keys] tr:has(td:text-is("rotating")):has(button[data-rotate-key-id])');
+  const oldId = await oldRow.locator('button[data-rotate-key-id]').getAttribute('data-rotate-key-id');
+  await page.fill('#key-rotate-grace', '-5');
+  await page.click(`button[data-rotate-key-id="${oldId}"]`);
+  assert.match(await page.textContent('[data-testid=admin-status] .notice.error'), /Rotation grace/);
+  assert.equal((await fetch(`${keyed.base}/v1/models`, { headers: { authorization: `Bearer ${first}` } })).status, 200);
+  await page.fill('#key-rotate-grace', '0');
+  await page.click(`button[data-rotate-key-id="${oldId}"]`);
+  await page.waitForSelector(`[data-testid=keys] tr:has(td:text-is("${oldId}")) td:text-is("revoked")`);
+  const rotated = (await page.locator('[data-testid=new-key-secret]').textContent()).trim();
+  assert.match(rotated, /^pgd-/);
+  assert.notEqual(rotated, first);
+  assert.match(await page.textContent('.secret-box'), new RegExp(`replaces ${oldId} \\(revoked\\)`));
+  assert.equal((await fetch(`${keyed.base}/v1/models`, { headers: { authorization: `Bearer ${rotated}` } })).status, 200);
+  assert.equal((await fetch(`${keyed.base}/v1/models`, { headers: { authorization: `Bearer ${first}` } })).status, 401);
+  const newRow = page.locator('[data-testid=keys] tr:has(td:text-is("rotating")):has(td:text-is("active"))');
+  assert.deepEqual((await newRow.locator('td').allTextContents()).slice(1, 4), ['webtest', 'rotating', 'stories260K']);
+  await shot(page, 'admin-key-rotated');
+  // Tenant editing: a bad weight is refused in the page; a rename and a new weight reach the API.
+  await page.click('#admin-tab-tenants');
+  await page.click('button[data-edit-tenant="webtest"]');
+  await page.fill('#edit-tenant-name', 'Web test renamed');
+  await page.fill('#edit-tenant-weight', '0');
+  await page.click('#edit-tenant-save');
+  assert.match(await page.textContent('[data-testid=admin-status] .notice.error'), /Tenant weight: a number above 0/);
+  await page.fill('#edit-tenant-weight', '2.5');
+  await page.selectOption('#edit-tenant-max-class', 'batch');
+  await page.click('#edit-tenant-save');
+  await page.waitForSelector('[data-testid=tenants] td:text-is("Web test renamed")');
+  assert.match(await page.textContent('[data-testid=admin-status]'), /updated \(name, weight, max_class\)/);
+  const tenant = await (await fetch(`${keyed.base}/admin/tenants/webtest`, { headers: { authorization: `Bearer ${ADMIN}` } })).json();
+  assert.equal(tenant.name, 'Web test renamed');
+  assert.equal(tenant.weight, 2.5);
+  assert.equal(tenant.max_class, 'batch');
+  await page.click('button[data-edit-tenant="webtest"]');
+  await page.selectOption('#edit-tenant-max-class', '');
+  await page.click('#edit-tenant-save');
+  await page.waitForSelector('[data-testid=tenants] tr:has(td:text-is("webtest")) td:text-is("plan")');
   // Usage, limits and batches render through the same admin key.
   await page.click('#admin-tab-usage');
   await page.waitForSelector('[data-testid=usage]');
@@ -495,6 +627,7 @@ test('every page fits 1280 and 390 px and Tab reaches every control', async () =
           await page.click(`#admin-tab-${tab}`);
           await page.waitForSelector(`#admin-tab-${tab}[aria-selected="true"]`);
           await sleep(200);
+          if (tab === 'tenants') await page.click('button[data-edit-tenant]');  // the edit form too
           await assertFits(page, `admin ${tab} at ${width}`);
           await assertTabReachesEverything(page, `admin ${tab} at ${width}`);
         }

@@ -8,15 +8,18 @@ import { admin, api, ApiError } from './api';
 import { append, button, clear, field, h, input, notice, select, table } from './dom';
 import { getAdminKey, getApiKey, setAdminKey } from './session';
 
-interface Tenant { id: string; name: string; plan: string; weight: number; disabled: boolean; max_class: string | null }
+interface Tenant { id: string; name: string; plan: string; weight: number; disabled: boolean; max_class: string | null;
+  share_cache_across_keys: boolean; dedicated_deployment: string | null; default_class: string }
 interface Key { id: string; tenant: string; name: string; models: string[]; status: string; created_at: number;
-  expires_at: number | null; revoked_at: number | null; key?: string }
+  expires_at: number | null; revoked_at: number | null; key?: string; replaces?: string }
 interface Limit { scope: string; id: string; model: string; rpm: number; tpm: number; concurrent: number }
 interface List<T> { data: T[] }
 interface Batch { id: string; status: string; endpoint: string; created_at: number; output_file_id: string | null;
   error_file_id: string | null; request_counts: { total: number; completed: number; failed: number } }
 
 const TABS = ['tenants', 'keys', 'limits', 'usage', 'batches'] as const;
+const PLANS: Array<[string, string]> = [['serverless', 'serverless'], ['provisioned', 'provisioned'], ['dedicated', 'dedicated']];
+const CLASSES: Array<[string, string]> = [['batch', 'batch'], ['interactive', 'interactive'], ['realtime', 'realtime']];
 type Tab = typeof TABS[number];
 
 function when(t: number | null | undefined): string {
@@ -100,25 +103,68 @@ export function adminPage(root: HTMLElement): () => void {
     const list = await admin.get<List<Tenant>>('/admin/tenants');
     const id = input({ id: 'tenant-id', placeholder: 'acme (optional)' });
     const name = input({ id: 'tenant-name', required: true });
-    const plan = select([['serverless', 'serverless'], ['provisioned', 'provisioned'], ['dedicated', 'dedicated']],
-                        { id: 'tenant-plan' });
+    const plan = select(PLANS, { id: 'tenant-plan' });
     const create = run(async () => {
       const t = await admin.post<Tenant>('/admin/tenants', { ...(id.value ? { id: id.value } : {}), name: name.value,
                                                              plan: plan.value });
       ok(`Tenant ${t.id} created.`);
       renderAll();
     });
+    const editBox = h('div', { class: 'edit-box', hidden: true });
     append(p, h('h2', {}, 'Tenants'),
       h('div', { class: 'table-wrap' }, table(['id', 'name', 'plan', 'weight', 'max class', 'state', ''],
         list.data.map(t => [t.id, t.name, t.plan, String(t.weight), t.max_class ?? 'plan', t.disabled ? 'disabled' : 'active',
-          button(t.disabled ? 'Enable' : 'Disable', run(async () => {
-            await admin.patch(`/admin/tenants/${encodeURIComponent(t.id)}`, { disabled: !t.disabled });
-            ok(`Tenant ${t.id} ${t.disabled ? 'enabled' : 'disabled'}.`);
-            renderAll();
-          }))]), { 'data-testid': 'tenants' })),
+          h('span', { class: 'row-actions' },
+            button('Edit', () => editTenant(editBox, t), { 'data-edit-tenant': t.id, 'aria-label': `Edit ${t.id}` }),
+            button(t.disabled ? 'Enable' : 'Disable', run(async () => {
+              await admin.patch(`/admin/tenants/${encodeURIComponent(t.id)}`, { disabled: !t.disabled });
+              ok(`Tenant ${t.id} ${t.disabled ? 'enabled' : 'disabled'}.`);
+              renderAll();
+            }), { 'aria-label': `${t.disabled ? 'Enable' : 'Disable'} ${t.id}` }))]), { 'data-testid': 'tenants' })),
+      editBox,
       h('h3', {}, 'New tenant'),
       h('div', { class: 'form-row' }, field('id', id), field('name', name), field('plan', plan),
         button('Create tenant', create, { id: 'tenant-create', class: 'primary' })));
+  }
+
+  // The form that edits what PATCH /admin/tenants/{id} may change (the id
+  // stays); only the fields that differ from `t` are sent.
+  function editTenant(box: HTMLElement, t: Tenant) {
+    const name = input({ id: 'edit-tenant-name', value: t.name });
+    const plan = select(PLANS, { id: 'edit-tenant-plan' });
+    plan.value = t.plan;
+    const weight = input({ type: 'number', id: 'edit-tenant-weight', min: 0, step: 'any', value: String(t.weight) });
+    const share = input({ type: 'checkbox', id: 'edit-tenant-share-cache', checked: t.share_cache_across_keys });
+    const dedicated = input({ id: 'edit-tenant-dedicated', value: t.dedicated_deployment ?? '',
+                              placeholder: 'model@version' });
+    const maxClass = select([['', 'the plan\'s'], ...CLASSES], { id: 'edit-tenant-max-class' });
+    maxClass.value = t.max_class ?? '';
+    const defaultClass = select(CLASSES, { id: 'edit-tenant-default-class' });
+    defaultClass.value = t.default_class;
+    const save = run(async () => {
+      const w = Number(weight.value);
+      if (!name.value.trim()) throw new Error('Tenant name: must not be empty.');
+      if (weight.value === '' || !Number.isFinite(w) || w <= 0) throw new Error('Tenant weight: a number above 0.');
+      const want: Record<string, unknown> = {
+        name: name.value, plan: plan.value, weight: w, share_cache_across_keys: share.checked,
+        dedicated_deployment: dedicated.value.trim(), max_class: maxClass.value || null, default_class: defaultClass.value };
+      const have: Record<string, unknown> = { ...t, dedicated_deployment: t.dedicated_deployment ?? '' };
+      const patch = Object.fromEntries(Object.entries(want).filter(([k, v]) => v !== have[k]));
+      if (!Object.keys(patch).length) { ok(`Tenant ${t.id}: nothing changed.`); return; }
+      await admin.patch(`/admin/tenants/${encodeURIComponent(t.id)}`, patch);
+      ok(`Tenant ${t.id} updated (${Object.keys(patch).join(', ')}).`);
+      renderAll();
+    });
+    clear(box);
+    box.hidden = false;
+    append(box, h('h3', {}, `Edit tenant ${t.id}`),
+      h('div', { class: 'form-row' }, field('name', name), field('plan', plan), field('weight', weight),
+        field('dedicated deployment', dedicated, 'for the dedicated plan'), field('max class', maxClass),
+        field('default class', defaultClass)),
+      h('label', { class: 'check' }, share, ' Share the prefix cache across the tenant\'s keys'),
+      h('div', { class: 'row' }, button('Save', save, { id: 'edit-tenant-save', class: 'primary' }),
+        button('Cancel', () => { clear(box); box.hidden = true; }, { id: 'edit-tenant-cancel' })));
+    name.focus();
   }
 
   async function keys(p: HTMLElement) {
@@ -126,6 +172,29 @@ export function adminPage(root: HTMLElement): () => void {
     const filter = select([['', 'all tenants'], ...options], { id: 'keys-filter', 'aria-label': 'Tenant' });
     const holder = h('div', { class: 'table-wrap' });
     const secretBox = h('div', { class: 'secret-box', hidden: true, 'aria-live': 'assertive' });
+    const grace = input({ type: 'number', id: 'key-rotate-grace', min: 0, max: 2592000, step: 1, value: '0' });
+    // The only time a secret exists outside the client that asked: shown
+    // here once, gone when the box is dismissed or the page changes.
+    const showSecret = (k: Key, text: string) => {
+      clear(secretBox);
+      secretBox.hidden = false;
+      const secret = h('code', { 'data-testid': 'new-key-secret', tabindex: 0 }, k.key ?? '');
+      append(secretBox, h('p', {}, text), secret,
+        button('Done', () => { clear(secretBox); secretBox.hidden = true; }, { id: 'key-secret-done' }));
+    };
+    // A new key with the old one's tenant, name, scope and expiry; the old
+    // one revoked in the same transaction, or (grace) ending that much later.
+    const rotate = (k: Key) => run(async () => {
+      const g = grace.value === '' ? 0 : Number(grace.value);
+      if (!Number.isInteger(g) || g < 0 || g > 2592000) {
+        throw new Error('Rotation grace: whole seconds from 0 to 2592000 (30 days).');
+      }
+      const fresh = await admin.post<Key>(`/admin/keys/${encodeURIComponent(k.id)}/rotate`, { grace_seconds: g });
+      showSecret(fresh, `Key ${fresh.id} replaces ${fresh.replaces ?? k.id} (${g ? `which stops working in ${g} s` : 'revoked'}). ` +
+                        'Its secret is shown this once:');
+      ok(`Key ${k.id} rotated to ${fresh.id}.`);
+      await load();
+    });
     const load = async () => {
       const q = filter.value ? `?tenant=${encodeURIComponent(filter.value)}` : '';
       const list = await admin.get<List<Key>>(`/admin/keys${q}`);
@@ -133,11 +202,13 @@ export function adminPage(root: HTMLElement): () => void {
       holder.appendChild(table(['id', 'tenant', 'name', 'models', 'status', 'created', 'expires', ''],
         list.data.map(k => [k.id, k.tenant, k.name, k.models.length ? k.models.join(', ') : 'all', k.status,
           when(k.created_at), when(k.expires_at),
-          k.status === 'active' ? button('Revoke', run(async () => {
-            await admin.post(`/admin/keys/${encodeURIComponent(k.id)}/revoke`);
-            ok(`Key ${k.id} revoked.`);
-            await load();
-          }), { 'data-key-id': k.id, 'aria-label': `Revoke ${k.id}` }) : '']), { 'data-testid': 'keys' }));
+          k.status === 'active' ? h('span', { class: 'row-actions' },
+            button('Rotate', rotate(k), { 'data-rotate-key-id': k.id, 'aria-label': `Rotate ${k.id}` }),
+            button('Revoke', run(async () => {
+              await admin.post(`/admin/keys/${encodeURIComponent(k.id)}/revoke`);
+              ok(`Key ${k.id} revoked.`);
+              await load();
+            }), { 'data-key-id': k.id, 'aria-label': `Revoke ${k.id}` })) : '']), { 'data-testid': 'keys' }));
     };
     filter.addEventListener('change', run(load));
     const tenant = select(options, { id: 'key-tenant' });
@@ -151,17 +222,14 @@ export function adminPage(root: HTMLElement): () => void {
       if (m.length) req.models = m;
       if (ttl.value) req.ttl_seconds = Number(ttl.value);
       const k = await admin.post<Key>('/admin/keys', req);
-      // The only time the secret exists outside the client that asked: shown
-      // here once, gone when the box is dismissed or the page changes.
-      clear(secretBox);
-      secretBox.hidden = false;
-      const secret = h('code', { 'data-testid': 'new-key-secret', tabindex: 0 }, k.key ?? '');
-      append(secretBox, h('p', {}, `Key ${k.id} created. Its secret is shown this once:`), secret,
-        button('Done', () => { clear(secretBox); secretBox.hidden = true; }, { id: 'key-secret-done' }));
+      showSecret(k, `Key ${k.id} created. Its secret is shown this once:`);
       ok(`Key ${k.id} created.`);
       await load();
     });
-    append(p, h('h2', {}, 'API keys'), h('div', { class: 'row' }, field('Tenant', filter)), secretBox, holder,
+    append(p, h('h2', {}, 'API keys'),
+      h('div', { class: 'row' }, field('Tenant', filter),
+        field('Rotation grace (s)', grace, 'how long a rotated key keeps working; 0 revokes it at once')),
+      secretBox, holder,
       h('h3', {}, 'New key'),
       h('div', { class: 'form-row' }, field('tenant', tenant), field('name', name),
         field('models (scope)', models, 'comma-separated; empty = all'), field('TTL seconds', ttl),

@@ -2,11 +2,13 @@
 // running and waiting, KV cache usage, prefix-cache hit rate, throughput,
 // TTFT and ITL percentiles and errors over the last five minutes; on a
 // gateway also each replica (health, circuit, load, routing, predicted vs
-// reported cached tokens) and the rollouts.
+// reported cached tokens) and the rollouts, with filters for one model or
+// one replica and a view with one line per replica.
 import { api } from './api';
-import { LiveChart } from './chart';
-import { append, clear, field, h, notice, select, table } from './dom';
-import { combinedEngine, derive, Derived, replicasOf, ReplicaView, Sample, StatsAnswer } from './stats';
+import { LiveChart, SeriesSpec } from './chart';
+import { append, clear, field, h, input, notice, select, table } from './dom';
+import { PollHistory } from './poll_history';
+import { Derived, replicasOf, ReplicaView, Scope, StatsAnswer } from './stats';
 
 const POLL_MS = 1000;
 const KEEP = 300;        // samples (five minutes)
@@ -16,27 +18,40 @@ function fmt(v: number | null | undefined, digits = 1, unit = ''): string {
   return v === null || v === undefined || !Number.isFinite(v) ? '–' : `${v.toFixed(digits)}${unit}`;
 }
 
+// A chart and the figures it draws: one line each, or one each per replica.
+interface ChartDef { name: string; title: string; unit: string; lines: Array<[string, (d: Derived) => number | null]> }
+const CHARTS: ChartDef[] = [
+  { name: 'requests', title: 'Requests running / waiting', unit: '',
+    lines: [['running', d => d.running], ['waiting', d => d.waiting]] },
+  { name: 'kv', title: 'KV cache usage', unit: '%', lines: [['usage', d => d.kvUsagePct]] },
+  { name: 'hit-rate', title: `Prefix-cache hit rate (last ${WINDOW} s)`, unit: '%', lines: [['hit rate', d => d.hitRatePct]] },
+  { name: 'throughput', title: 'Throughput (tokens/s)', unit: '',
+    lines: [['generation', d => d.genTps], ['prompt', d => d.promptTps]] },
+  { name: 'ttft', title: `Time to first token (ms, last ${WINDOW} s)`, unit: '',
+    lines: [['p50', d => d.ttftP50], ['p95', d => d.ttftP95]] },
+  { name: 'itl', title: `Inter-token latency (ms, last ${WINDOW} s)`, unit: '',
+    lines: [['p50', d => d.itlP50], ['p95', d => d.itlP95]] },
+  { name: 'errors', title: 'Errors per second', unit: '', lines: [['errors', d => d.errorsPerS]] },
+];
+
 export function dashboardPage(root: HTMLElement): () => void {
-  const history: Sample[] = [];
-  const derived: Derived[] = [];
+  const history = new PollHistory(KEEP, WINDOW);
   const status = h('div', { class: 'page-status', 'data-testid': 'dash-status' });
   const tiles = h('div', { class: 'tiles' });
-  const charts = {
-    requests: new LiveChart('requests', 'Requests running / waiting', '', ['running', 'waiting']),
-    kv: new LiveChart('kv', 'KV cache usage', '%', ['usage']),
-    hit: new LiveChart('hit-rate', `Prefix-cache hit rate (last ${WINDOW} s)`, '%', ['hit rate']),
-    tps: new LiveChart('throughput', 'Throughput (tokens/s)', '', ['generation', 'prompt']),
-    ttft: new LiveChart('ttft', `Time to first token (ms, last ${WINDOW} s)`, '', ['p50', 'p95']),
-    itl: new LiveChart('itl', `Inter-token latency (ms, last ${WINDOW} s)`, '', ['p50', 'p95']),
-    errors: new LiveChart('errors', 'Errors per second', '', ['errors']),
-  };
+  const charts = CHARTS.map(c => new LiveChart(c.name, c.title, c.unit, c.lines.map(([label]) => label)));
   const gatewayBox = h('div', { class: 'gateway-views' });
-  // On a gateway: the charts and tiles of one model's replicas, or of all.
+  // On a gateway: the charts, tiles and rows of one model's replicas, of one
+  // replica, or of all; and the charts with one line per replica.
   const modelFilter = select([['', 'all models']], { id: 'dash-model', 'aria-label': 'Model' });
-  const filterRow = h('div', { class: 'row', hidden: true }, field('Model', modelFilter));
-  modelFilter.addEventListener('change', () => { history.length = 0; derived.length = 0; void poll(); });
+  const replicaFilter = select([['', 'all replicas']], { id: 'dash-replica', 'aria-label': 'Replica' });
+  const split = input({ type: 'checkbox', id: 'dash-split' });
+  const filterRow = h('div', { class: 'row', hidden: true }, field('Model', modelFilter), field('Replica', replicaFilter),
+    h('label', { class: 'check' }, split, ' One line per replica'));
+  const scope = (): Scope => ({ model: modelFilter.value, replica: replicaFilter.value });
+  const rerender = () => { const a = history.latest; if (a) { syncReplicas(a); render(a); } };
+  for (const control of [modelFilter, replicaFilter, split]) control.addEventListener('change', rerender);
   append(root, h('h1', { class: 'page-title' }, 'Dashboard'), status, filterRow, tiles,
-         h('div', { class: 'charts' }, ...Object.values(charts).map(c => c.el)), gatewayBox);
+         h('div', { class: 'charts' }, ...charts.map(c => c.el)), gatewayBox);
 
   function tile(id: string, label: string, value: string, raw: number | null | undefined, sub?: string) {
     return h('div', { class: 'tile', 'data-testid': `tile-${id}`, 'data-value': raw ?? '' },
@@ -45,8 +60,9 @@ export function dashboardPage(root: HTMLElement): () => void {
   }
 
   function render(a: StatsAnswer) {
-    const e = history[history.length - 1].engine;
-    const d = derived[derived.length - 1];
+    const view = history.series(scope());
+    const e = view.samples[view.samples.length - 1].engine;
+    const d = view.derived[view.derived.length - 1];
     clear(tiles);
     const lifetime = e && e.prefix_cache_queries > 0 ? (100 * e.prefix_cache_hits) / e.prefix_cache_queries : null;
     append(tiles,
@@ -65,15 +81,18 @@ export function dashboardPage(root: HTMLElement): () => void {
       tile('errors', 'Errors', e ? String(e.requests_failed + e.requests_rejected) : '–',
            e ? e.requests_failed + e.requests_rejected : null,
            e ? `${e.requests_cancelled} cancelled, ${e.preemptions} preemptions` : undefined));
-    const x = history.map(s => s.t / 1000);
-    const col = (f: (v: Derived) => number | null) => derived.map(f);
-    charts.requests.update(x, [col(v => v.running), col(v => v.waiting)]);
-    charts.kv.update(x, [col(v => v.kvUsagePct)]);
-    charts.hit.update(x, [col(v => v.hitRatePct)]);
-    charts.tps.update(x, [col(v => v.genTps), col(v => v.promptTps)]);
-    charts.ttft.update(x, [col(v => v.ttftP50), col(v => v.ttftP95)]);
-    charts.itl.update(x, [col(v => v.itlP50), col(v => v.itlP95)]);
-    charts.errors.update(x, [col(v => v.errorsPerS)]);
+    // One line per figure, or (split) per replica in the scope and figure:
+    // a colour per replica, the second figure of a pair dashed.
+    const x = history.times();
+    const perReplica = split.checked && a.kind === 'gateway';
+    const views: Array<[string, Derived[]]> = perReplica
+      ? replicasOf(a, scope()).map(r => [r.id, history.series({ model: '', replica: r.id }).derived])
+      : [['', view.derived]];
+    CHARTS.forEach((def, i) => {
+      const series: SeriesSpec[] = views.flatMap(([id], k) => def.lines.map(([label], j) =>
+        (perReplica ? { label: `${id} ${label}`, color: k, dashed: j > 0 } : { label, color: j })));
+      charts[i].update(x, views.flatMap(([, ds]) => def.lines.map(([, f]) => ds.map(f))), series);
+    });
     renderGateway(a);
   }
 
@@ -83,7 +102,7 @@ export function dashboardPage(root: HTMLElement): () => void {
       append(gatewayBox, h('p', { class: 'muted' }, `pagoda serve · model ${a.model ?? ''}`));
       return;
     }
-    const rows = replicasOf(a, modelFilter.value).map((r: ReplicaView) => [
+    const rows = replicasOf(a, scope()).map((r: ReplicaView) => [
       r.id, r.model, r.deployment,
       h('span', { class: r.healthy ? 'ok' : 'bad' }, r.healthy ? 'healthy' : 'unhealthy'),
       h('span', { class: r.circuit === 'closed' ? 'ok' : 'bad' }, r.circuit),
@@ -110,16 +129,29 @@ export function dashboardPage(root: HTMLElement): () => void {
                 : h('p', { class: 'muted' }, 'No rollout.'));
   }
 
-  function syncModels(a: StatsAnswer) {
+  // Sets `filter`'s options to `values` (after its "all" option), keeping
+  // the choice while it is still offered.
+  function setOptions(filter: HTMLSelectElement, all: string, values: Array<[string, string]>) {
+    const have = [...filter.options].map(o => o.value).filter(Boolean);
+    if (have.join('\n') === values.map(([v]) => v).join('\n')) return;
+    const current = filter.value;
+    clear(filter);
+    for (const [v, t] of [['', all], ...values]) filter.appendChild(h('option', { value: v }, t));
+    filter.value = values.some(([v]) => v === current) ? current : '';
+  }
+
+  function syncFilters(a: StatsAnswer) {
     if (a.kind !== 'gateway') return;
     filterRow.hidden = false;
     const models = [...new Set((a.replicas ?? []).map(r => r.model))].sort();
-    const have = [...modelFilter.options].map(o => o.value).filter(Boolean);
-    if (have.join('\n') === models.join('\n')) return;
-    const current = modelFilter.value;
-    clear(modelFilter);
-    for (const [v, t] of [['', 'all models'], ...models.map(m => [m, m])]) modelFilter.appendChild(h('option', { value: v }, t));
-    modelFilter.value = models.includes(current) ? current : '';
+    setOptions(modelFilter, 'all models', models.map(m => [m, m]));
+    syncReplicas(a);
+  }
+
+  // The replica filter offers the replicas of the model picked.
+  function syncReplicas(a: StatsAnswer) {
+    const replicas = replicasOf(a, { model: modelFilter.value, replica: '' }).map(r => r.id).sort();
+    setOptions(replicaFilter, 'all replicas', replicas.map(id => [id, id]));
   }
 
   let busy = false;
@@ -131,14 +163,8 @@ export function dashboardPage(root: HTMLElement): () => void {
       const a = await api.get<StatsAnswer>('/console/api/stats');
       if (stopped) return;
       clear(status);
-      syncModels(a);
-      const model = modelFilter.value;
-      const gatewayErrors = (model ? 0 : Object.values(a.route_errors ?? {}).reduce((s, v) => s + v, 0)) +
-        replicasOf(a, model).reduce((s, r) => s + (r.upstream_errors ?? 0), 0);
-      history.push({ t: a.time_ms || Date.now(), engine: combinedEngine(a, model), gatewayErrors });
-      if (history.length > KEEP) history.shift();
-      derived.length = 0;
-      for (let i = 0; i < history.length; ++i) derived.push(derive(history, i, WINDOW));
+      history.push(a);
+      syncFilters(a);
       render(a);
     } catch (e) {
       clear(status);
@@ -149,5 +175,5 @@ export function dashboardPage(root: HTMLElement): () => void {
   }
   void poll();
   const timer = window.setInterval(() => void poll(), POLL_MS);
-  return () => { stopped = true; window.clearInterval(timer); Object.values(charts).forEach(c => c.destroy()); };
+  return () => { stopped = true; window.clearInterval(timer); charts.forEach(c => c.destroy()); };
 }

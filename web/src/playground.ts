@@ -11,7 +11,8 @@ import { curlSnippet, jsSnippet, pythonSnippet } from './snippets';
 import { sseEvents, StreamBroken } from './sse';
 
 interface ToolCall { id?: string; type: 'function'; function: { name: string; arguments: string } }
-interface Message { role: 'system' | 'user' | 'assistant' | 'tool'; content: string | null; tool_calls?: ToolCall[] }
+interface Message { role: 'system' | 'user' | 'assistant' | 'tool'; content: string | null; tool_calls?: ToolCall[];
+  tool_call_id?: string }
 interface Usage { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } }
 
 const DEFAULT_SCHEMA = JSON.stringify({
@@ -163,25 +164,65 @@ export function playgroundPage(root: HTMLElement): () => void {
     }
   }
 
+  // A message bubble of the conversation (user input and tool results: text only).
+  function showMessage(role: 'user' | 'tool', heading: string, text: string, testid: string) {
+    append(log, h('article', { class: `msg ${role}`, 'aria-label': role === 'user' ? 'Your message' : heading },
+                  h('h3', { class: 'role' }, heading), h('pre', { class: 'content', 'data-testid': testid }, text)));
+  }
+
   async function send() {
     if (inflight) return;
     const text = prompt.value;
     if (!text.trim()) { prompt.focus(); return; }
+    if (!accept([{ role: 'user', content: text }])) return;
+    prompt.value = '';
+    showMessage('user', 'user', text, 'user-message');
+    await answer();
+  }
+
+  // The tool results typed under the last answer's tool calls, sent back as
+  // one `role: "tool"` message per call (after the assistant message that
+  // carries the calls, already in the history), as the OpenAI API expects.
+  async function sendToolResults(calls: ToolCall[], fields: HTMLTextAreaElement[]) {
+    if (inflight) return;
+    const empty = calls.findIndex((_, i) => !fields[i].value.trim());
+    if (empty >= 0) {
+      showError(`Tool result: enter a result for ${calls[empty].function.name} (${calls[empty].id}).`);
+      fields[empty].focus();
+      return;
+    }
+    const results: Message[] = calls.map((c, i) => ({ role: 'tool', tool_call_id: c.id, content: fields[i].value }));
+    if (!accept(results)) return;
+    calls.forEach((c, i) => showMessage('tool', `tool · ${c.function.name} (${c.id})`, fields[i].value, 'tool-message'));
+    await answer();
+  }
+
+  function showError(text: string) { clear(pageStatus); pageStatus.appendChild(notice('error', text)); }
+
+  // Adds `messages` to the conversation and makes the request body of it
+  // (lastBody); false (the conversation unchanged, the error shown) when a
+  // field does not parse.
+  function accept(messages: Message[]): boolean {
     clear(pageStatus);
-    history.push({ role: 'user', content: text });
+    history.push(...messages);
     let body: Record<string, unknown>;
     try {
       body = buildBody();
     } catch (e) {
-      history.pop();
-      pageStatus.appendChild(notice('error', (e as Error).message));
-      return;
+      history.splice(history.length - messages.length);
+      showError((e as Error).message);
+      return false;
     }
+    // Tool calls left unanswered by this turn stay so in the history.
+    for (const form of log.querySelectorAll('.tool-results')) form.remove();
     lastBody = body;
     renderCode();
-    prompt.value = '';
-    append(log, h('article', { class: 'msg user', 'aria-label': 'Your message' }, h('h3', { class: 'role' }, 'user'),
-                  h('pre', { class: 'content', 'data-testid': 'user-message' }, text)));
+    return true;
+  }
+
+  // Streams the answer to the conversation as it stands (lastBody).
+  async function answer() {
+    const body = lastBody!;
     const view = new AnswerView();
     log.appendChild(view.el);
     inflight = new AbortController();
@@ -229,6 +270,7 @@ export function playgroundPage(root: HTMLElement): () => void {
       const content = view.content.textContent ?? '';
       history.push({ role: 'assistant', content: content || null, ...(calls.length ? { tool_calls: calls } : {}) });
       showStats(view, usage, t0, tFirst, performance.now());
+      if (calls.length) offerToolResults(view, calls);
       if (format.value !== 'text') showJson(view, content, format.value === 'json_schema' ? JSON.parse(schema.value) : null);
     } catch (e) {
       const err = e as Error;
@@ -240,6 +282,23 @@ export function playgroundPage(root: HTMLElement): () => void {
       sendButton.disabled = false;
       stopButton.disabled = true;
     }
+  }
+
+  // Under an answer that called tools: a result field per call and a button
+  // that sends them back. Removed when the conversation moves on.
+  function offerToolResults(view: AnswerView, calls: ToolCall[]) {
+    if (calls.some(c => !c.id)) {
+      view.fail('The server gave a tool call no id: its result cannot be sent back.');
+      return;
+    }
+    const fields = calls.map((c, i) => h('textarea', { id: `pg-tool-result-${i}`, rows: 2, spellcheck: 'false',
+                                                       'data-tool-call-id': c.id!, placeholder: '{"temperature": 21}' }));
+    const form = h('form', { class: 'tool-results', 'aria-label': 'Tool results' },
+      h('h4', {}, 'Tool results'),
+      ...calls.map((c, i) => field(`Result of ${c.function.name} (${c.id})`, fields[i])),
+      h('button', { type: 'submit', id: 'pg-tool-send', class: 'primary' }, 'Send tool results'));
+    form.addEventListener('submit', (ev) => { ev.preventDefault(); void sendToolResults(calls, fields); });
+    view.el.appendChild(form);
   }
 
   function showStats(view: AnswerView, usage: Usage | undefined, t0: number, tFirst: number, tEnd: number) {

@@ -24,16 +24,22 @@ export interface StatsAnswer {
   replicas?: ReplicaView[]; rollouts?: Rollout[]; route_errors?: Record<string, number>;
 }
 
-// The replicas of `model` ("" = all).
-export function replicasOf(a: StatsAnswer, model: string): ReplicaView[] {
-  return (a.replicas ?? []).filter(r => !model || r.model === model);
+// What a gateway dashboard looks at: one model's replicas, one replica, or
+// all ("" = any).
+export interface Scope { model: string; replica: string }
+export const ALL: Scope = { model: '', replica: '' };
+
+// The replicas in `scope`.
+export function replicasOf(a: StatsAnswer, scope: Scope): ReplicaView[] {
+  return (a.replicas ?? []).filter(r => (!scope.model || r.model === scope.model) &&
+                                        (!scope.replica || r.id === scope.replica));
 }
 
-// Every engine in the answer (of `model`'s replicas on a gateway; "" = all)
-// as one: sums, KV usage weighted by capacity.
-export function combinedEngine(a: StatsAnswer, model = ''): EngineStats | null {
+// Every engine in the answer (of the replicas in `scope` on a gateway) as
+// one: sums, KV usage weighted by capacity.
+export function combinedEngine(a: StatsAnswer, scope: Scope = ALL): EngineStats | null {
   const engines: EngineStats[] = a.engine ? [a.engine]
-    : replicasOf(a, model).map(r => r.engine).filter((e): e is EngineStats => !!e);
+    : replicasOf(a, scope).map(r => r.engine).filter((e): e is EngineStats => !!e);
   if (engines.length === 0) return null;
   if (engines.length === 1) return engines[0];
   const sum = (f: (e: EngineStats) => number) => engines.reduce((s, e) => s + f(e), 0);
@@ -70,6 +76,14 @@ export function combinedEngine(a: StatsAnswer, model = ''): EngineStats | null {
 }
 
 export interface Sample { t: number; engine: EngineStats | null; gatewayErrors: number }
+
+// One poll seen through `scope`: the gateway's own routing errors count only
+// when nothing narrows the view (they belong to no replica).
+export function sampleOf(a: StatsAnswer, t: number, scope: Scope): Sample {
+  const routeErrors = scope.model || scope.replica ? 0 : Object.values(a.route_errors ?? {}).reduce((s, v) => s + v, 0);
+  return { t, engine: combinedEngine(a, scope),
+           gatewayErrors: routeErrors + replicasOf(a, scope).reduce((s, r) => s + (r.upstream_errors ?? 0), 0) };
+}
 
 // What the charts plot at sample `i` of `history` (rates over the window of
 // `window` samples before it).
