@@ -559,6 +559,7 @@ void Engine::Finish(Sequence* s, EngineEvent ev) {
 void Engine::Publish() {
   stats_.requests_running = static_cast<int64_t>(scheduler_.running().size());
   stats_.preemptions_class_total = scheduler_.preemptions_class();
+  stats_.preemptions_share_total = scheduler_.preemptions_share();
   stats_.requests_running_by_class.fill(0);
   stats_.requests_waiting_by_class.fill(0);
   for (const auto& s : scheduler_.running()) ++stats_.requests_running_by_class[static_cast<size_t>(ClassOf(*s))];

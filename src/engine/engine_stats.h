@@ -58,6 +58,7 @@ struct EngineStats {
   int64_t requests_rejected_total = 0;  // Submit refused: queue full
   int64_t preemptions_total = 0;        // preempted for KV cache space (the pool ran out mid-step)
   int64_t preemptions_class_total = 0;  // preempted to make room for a higher workload class
+  int64_t preemptions_share_total = 0;  // preempted for a tenant under its fair share of the slots
   // Steps of only lower-class work abandoned mid-forward because a real-time
   // request arrived (Model::set_interrupt); their work is redone later.
   int64_t steps_interrupted_total = 0;

@@ -117,6 +117,43 @@ size_t FairSharePolicy::PickVictim(std::span<const Sequence* const> running) con
   return v;
 }
 
+size_t FairSharePolicy::ShareVictim(std::span<const Sequence* const> waiting,
+                                    std::span<const Sequence* const> running, int32_t n_slots) const {
+  if (!options_.preempt_for_share || waiting.empty() || running.empty()) return kNone;
+  // The head admission takes first (NextCandidate's order).
+  const Sequence* w = nullptr;
+  for (const Sequence* s : waiting) {
+    if (w == nullptr || HeadBefore(*s, *w)) w = s;
+  }
+  const Tenant& wt = TenantOf(*w);
+  int32_t n_tenants = 0;
+  for (const Tenant& t : tenants_) n_tenants += t.priority == wt.priority && t.n_running + t.n_waiting > 0;
+  const int32_t share = std::max<int32_t>(1, n_slots / std::max<int32_t>(1, n_tenants));
+  if (wt.n_running >= share) return kNone;
+  size_t v = kNone;
+  for (size_t i = 0; i < running.size(); ++i) {
+    const Sequence& s = *running[i];
+    const Tenant& t = TenantOf(s);
+    if (&t == &wt || ClassOf(s) != ClassOf(*w) || t.priority != wt.priority) continue;
+    // (A tenant that just joined the backlog was lifted to the flooding
+    // one's counter: equal counters, and the one running fewer goes first.)
+    if (t.n_running <= share || t.counter < wt.counter) continue;
+    if (v != kNone) {
+      const Sequence& b = *running[v];
+      const Tenant& bt = TenantOf(b);
+      if (t.n_running != bt.n_running) {
+        if (t.n_running < bt.n_running) continue;
+      } else if (t.counter != bt.counter) {
+        if (t.counter < bt.counter) continue;
+      } else if (s.arrival < b.arrival) {
+        continue;
+      }
+    }
+    v = i;
+  }
+  return v;
+}
+
 void FairSharePolicy::BeginAdmission(std::span<Sequence* const> waiting) {
   for (int32_t t : active_) {
     tenants_[static_cast<size_t>(t)].queue.clear();
@@ -131,32 +168,23 @@ void FairSharePolicy::BeginAdmission(std::span<Sequence* const> waiting) {
   }
 }
 
+bool FairSharePolicy::HeadBefore(const Sequence& s, const Sequence& b) const {
+  if (ClassOf(s) != ClassOf(b)) return ClassOf(s) > ClassOf(b);
+  if (s.request().priority != b.request().priority) return s.request().priority > b.request().priority;
+  const Tenant& t = TenantOf(s);
+  const Tenant& bt = TenantOf(b);
+  if (t.counter != bt.counter) return t.counter < bt.counter;
+  if (t.n_running != bt.n_running) return t.n_running < bt.n_running;
+  return s.arrival < b.arrival;
+}
+
 size_t FairSharePolicy::NextCandidate() {
-  // The tenants' heads: highest class, then highest priority, then smallest
-  // counter, then fewest running, then earliest arrival.
   size_t best = kNone;
-  const Tenant* bt = nullptr;
   for (int32_t ti : active_) {
     const Tenant& t = tenants_[static_cast<size_t>(ti)];
     if (t.head >= t.queue.size()) continue;
     const size_t i = t.queue[t.head];
-    if (best != kNone) {
-      const Sequence& s = *waiting_[i];
-      const Sequence& b = *waiting_[best];
-      if (ClassOf(s) != ClassOf(b)) {
-        if (ClassOf(s) < ClassOf(b)) continue;
-      } else if (s.request().priority != b.request().priority) {
-        if (s.request().priority < b.request().priority) continue;
-      } else if (t.counter != bt->counter) {
-        if (t.counter > bt->counter) continue;
-      } else if (t.n_running != bt->n_running) {
-        if (t.n_running > bt->n_running) continue;
-      } else if (s.arrival > b.arrival) {
-        continue;
-      }
-    }
-    best = i;
-    bt = &t;
+    if (best == kNone || HeadBefore(*waiting_[i], *waiting_[best])) best = i;
   }
   return best;
 }

@@ -36,9 +36,19 @@
 //   classes while a higher class has prompt work.)
 // - Preemption victim: the lowest class, then the lowest priority, then the
 //   tenant with the largest counter, then the latest arrival.
+// - Preemption for share (ShareVictim): with every slot taken, the waiting
+//   head admission would take first (tenant W) may have a running sequence
+//   of another tenant V preempted when W runs fewer than its share of the
+//   slots (n_slots / the band's tenants with work, at least 1), V runs more
+//   than that share, V's counter is not below W's, and both are of the
+//   same class and band. The victim's tenant is the one running the most
+//   (then the largest counter); within it, the latest arrival. Without it a
+//   flooding tenant holding every slot makes the others wait for its
+//   requests to finish, however small their counters.
 // With one tenant, one class and one priority this is exactly FCFS.
 //
-// Cost: O(waiting) per admission round to group the waiting list by tenant,
+// Cost: O(waiting + running + tracked tenants) per ShareVictim call (only
+// while every slot is taken and sequences wait), O(waiting) per admission round to group the waiting list by tenant,
 // O(tracked tenants) per admitted sequence and per sequence that ends, O(1)
 // per sampled token (the tenant's slot is cached in Sequence::policy_slot;
 // it is looked up again by id each time the sequence joins the waiting list).
@@ -60,6 +70,9 @@ namespace pagoda {
 struct FairShareOptions {
   double prompt_token_cost = 1;  // w_p (VTC's default)
   double output_token_cost = 2;  // w_q (VTC's default)
+  // Preempt a running sequence of a tenant over its share of the slots for
+  // a waiting one of a tenant under it (see above).
+  bool preempt_for_share = true;
   // Forget idle tenants at or below the floor (see above). Off keeps every
   // tenant ever seen; the decisions are the same either way (tests compare).
   bool forget_idle_tenants = true;
@@ -76,6 +89,8 @@ class FairSharePolicy final : public SchedulerPolicy {
   bool AdmitBefore(const Sequence& a, const Sequence& b) const override;
   size_t PickVictim(std::span<const Sequence* const> running) const override;
   bool ComputeBefore(const Sequence& a, const Sequence& b) const override;
+  size_t ShareVictim(std::span<const Sequence* const> waiting, std::span<const Sequence* const> running,
+                     int32_t n_slots) const override;
   void BeginAdmission(std::span<Sequence* const> waiting) override;
   size_t NextCandidate() override;
   void Admitted(size_t index) override;
@@ -110,6 +125,10 @@ class FairSharePolicy final : public SchedulerPolicy {
     double forgotten_floor = -std::numeric_limits<double>::infinity();
   };
 
+  // Whether waiting head `s` goes before `b` (tenants' heads in an
+  // admission round): highest class, then highest priority, then smallest
+  // counter, then fewest running, then earliest arrival.
+  bool HeadBefore(const Sequence& s, const Sequence& b) const;
   static std::string SlotKey(const std::string& tenant, int32_t priority);
   int32_t SlotOf(Sequence& s);
   // The counter a tenant of band `priority` joining the backlog is lifted

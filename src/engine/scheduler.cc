@@ -78,6 +78,7 @@ bool Scheduler::Schedule(StepPlan& plan, bool allow_admit) {
   int32_t blocks = 0;  // blocks the planned chunks take from the pool
   // Classes below `floor` are paused: a higher class's prompt gets the whole
   // step, so its first token comes about as fast as on an idle server.
+  if (allow_admit) PreemptForShare();
   const WorkloadClass floor = PendingPromptClass();
   // Decodes first, so running streams advance every step...
   for (const auto& s : running_) {
@@ -101,6 +102,26 @@ bool Scheduler::Schedule(StepPlan& plan, bool allow_admit) {
   // ...then new sequences.
   if (allow_admit) Admit(plan, budget, blocks, floor);
   return !plan.chunks.empty();
+}
+
+void Scheduler::PreemptForShare() {
+  // A slot a non-realtime sequence may take is free: admission needs no one's.
+  if (waiting_.empty() || running_.empty() ||
+      static_cast<int32_t>(free_slots_.size()) > options_.realtime_reserve) {
+    return;
+  }
+  below_.clear();
+  for (const auto& s : waiting_) {
+    if (!Blocked(*s)) below_.push_back(s.get());
+  }
+  if (below_.empty()) return;
+  std::vector<const Sequence*>& running = share_running_;
+  running.clear();
+  for (const auto& s : running_) running.push_back(s.get());
+  const size_t v = policy_->ShareVictim(below_, running, static_cast<int32_t>(free_slots_.size() + running_.size()));
+  if (v == SchedulerPolicy::kNone) return;
+  Preempt(running_[v].get());
+  ++preemptions_share_;
 }
 
 bool Scheduler::Blocked(const Sequence& s) const {

@@ -16,6 +16,8 @@
 // tokens; it keeps its KV). A waiting sequence that finds no slot or too
 // few blocks preempts running sequences of lower classes, if that makes
 // room. realtime_reserve keeps slots and blocks free for the realtime class.
+// With every slot taken, the policy may name a running sequence to preempt
+// so that a waiting tenant under its fair share starts (ShareVictim).
 // Owns the waiting and running sequences. Engine thread only.
 #pragma once
 
@@ -107,6 +109,9 @@ class Scheduler {
   void Preempt(Sequence* seq);
   // Sequences Schedule preempted to make room for a higher workload class.
   int64_t preemptions_class() const { return preemptions_class_; }
+  // Sequences Schedule preempted for a tenant under its fair share of the
+  // slots (SchedulerPolicy::ShareVictim).
+  int64_t preemptions_share() const { return preemptions_share_; }
   // Blocks admission of a non-realtime sequence leaves available (SchedulerOptions::realtime_reserve).
   int32_t realtime_reserve_blocks() const { return reserve_blocks_; }
   // Removes a sequence (running or waiting) and releases its blocks and
@@ -138,6 +143,9 @@ class Scheduler {
   bool PreemptLowerClasses(const Sequence& s, int32_t budget, int32_t blocks, const StepPlan& plan, int32_t& need);
   // Running sequences of classes below `c`, as PickVictim candidates (and their indices into running_).
   void CollectBelow(WorkloadClass c);
+  // While no slot is free for a waiting sequence, preempts the running
+  // sequence the policy names for fair share (one per step at most).
+  void PreemptForShare();
   bool Blocked(const Sequence& s) const;
   // Whether `s` may start from its prompt's cached prefix blocks.
   bool AdoptsPrefix(const Sequence& s) const;
@@ -152,6 +160,7 @@ class Scheduler {
   std::function<void(const Sequence&)> before_commit_;
   int32_t reserve_blocks_ = 0;
   int64_t preemptions_class_ = 0;
+  int64_t preemptions_share_ = 0;
   // Scratch.
   std::vector<kv::BlockId> lookup_blocks_;
   std::vector<kv::BlockHash> lookup_hashes_;
@@ -159,6 +168,7 @@ class Scheduler {
   std::vector<Sequence*> prefilling_;  // Schedule scratch
   std::vector<const Sequence*> below_;  // CollectBelow
   std::vector<size_t> below_index_;
+  std::vector<const Sequence*> share_running_;  // PreemptForShare
   std::unordered_map<kv::BlockId, int32_t> below_refs_;  // PreemptLowerClasses scratch
 };
 

@@ -40,6 +40,17 @@ class SchedulerPolicy {
   // admission order (the default: all equal).
   virtual bool ComputeBefore(const Sequence& /*a*/, const Sequence& /*b*/) const { return false; }
 
+  // Preemption for fair share, asked at the start of a step while no slot
+  // is free and sequences wait: the index into `running` of the sequence to
+  // preempt so that the one of `waiting` admission would take first can
+  // start, or kNone. `waiting` holds the candidates that could start now
+  // (not waiting for a sibling); `n_slots` is the number of sequence slots.
+  // The default (FCFS) never preempts for fairness.
+  virtual size_t ShareVictim(std::span<const Sequence* const> /*waiting*/,
+                             std::span<const Sequence* const> /*running*/, int32_t /*n_slots*/) const {
+    return kNone;
+  }
+
   // Admission round over `waiting` (sorted by AdmitBefore; valid until the
   // round ends). NextCandidate: an index into it, or kNone when no one is
   // left to try.

@@ -104,6 +104,8 @@ std::string RenderPrometheus(const EngineStats& s, std::string_view model_name) 
             static_cast<double>(s.preemptions_total));
   w.Counter("num_preemptions_class_total", "Sequences preempted to make room for a higher workload class.",
             static_cast<double>(s.preemptions_class_total));
+  w.Counter("num_preemptions_share_total", "Sequences preempted for a tenant under its fair share of the slots.",
+            static_cast<double>(s.preemptions_share_total));
   w.Counter("num_steps_interrupted_total",
             "Engine steps of only lower-class work abandoned mid-forward for an arriving real-time request.",
             static_cast<double>(s.steps_interrupted_total));

@@ -79,6 +79,62 @@ TEST(FairSharePolicyTest, VictimIsLowestPriorityThenLargestCounterThenLatest) {
   EXPECT_EQ(p.PickVictim(running), 1u);
 }
 
+TEST(FairSharePolicyTest, ShareVictimIsAnOverShareTenantsLatestForAnUnderShareOne) {
+  FairSharePolicy p;
+  // a holds all four slots; b then waits, lifted to a's counter.
+  std::vector<std::unique_ptr<Sequence>> a;
+  std::vector<Sequence*> admitted;
+  for (int i = 0; i < 4; ++i) {
+    a.push_back(Seq("a", 0, static_cast<uint64_t>(i)));
+    p.OnWaiting(*a.back());
+    admitted.push_back(a.back().get());
+  }
+  p.BeginAdmission(admitted);
+  for (size_t i = 0; i < admitted.size(); ++i) p.Admitted(i);
+  std::vector<const Sequence*> running(admitted.begin(), admitted.end());
+  auto b = Seq("b", 0, 10);
+  p.OnWaiting(*b);
+  EXPECT_EQ(p.counter("b"), p.counter("a"));  // lifted: 16
+  std::vector<const Sequence*> waiting = {b.get()};
+  // Two tenants, four slots: a share of 2. a runs 4: its latest arrival goes.
+  EXPECT_EQ(p.ShareVictim(waiting, running, 4), 3u);
+  // With eight slots the share is 4: a is not over it.
+  EXPECT_EQ(p.ShareVictim(waiting, running, 8), SchedulerPolicy::kNone);
+  // A tenant that got less service than b is not preempted for it.
+  auto c = Seq("c", 0, 11);
+  p.OnWaiting(*c);
+  std::vector<Sequence*> cw = {c.get()};
+  p.BeginAdmission(cw);
+  p.Admitted(0);  // c runs one, counter 16 + 4
+  std::vector<const Sequence*> a_and_c(running.begin(), running.end());
+  a_and_c.push_back(c.get());
+  EXPECT_EQ(p.ShareVictim(waiting, a_and_c, 5), 3u);  // share 5/3 = 1: a's latest, never c
+  // Another band is never preempted for fair share.
+  auto hi = Seq("h", 1, 12);
+  p.OnWaiting(*hi);
+  std::vector<const Sequence*> only_hi = {hi.get()};
+  EXPECT_EQ(p.ShareVictim(only_hi, running, 4), SchedulerPolicy::kNone);
+  // One tenant alone: nobody to preempt for.
+  FairSharePolicy q;
+  auto x = Seq("x", 0, 0), y = Seq("x", 0, 1);
+  q.OnWaiting(*x);
+  q.OnWaiting(*y);
+  std::vector<Sequence*> xw = {x.get()};
+  q.BeginAdmission(xw);
+  q.Admitted(0);
+  std::vector<const Sequence*> xr = {x.get()}, yw = {y.get()};
+  EXPECT_EQ(q.ShareVictim(yw, xr, 1), SchedulerPolicy::kNone);
+  // Switched off: never.
+  FairShareOptions off;
+  off.preempt_for_share = false;
+  FairSharePolicy r(off);
+  for (auto& s : a) r.OnWaiting(*s);
+  r.BeginAdmission(admitted);
+  for (size_t i = 0; i < admitted.size(); ++i) r.Admitted(i);
+  r.OnWaiting(*b);
+  EXPECT_EQ(r.ShareVictim(waiting, running, 4), SchedulerPolicy::kNone);
+}
+
 TEST(FairSharePolicyTest, AdmitsTheSmallestCounterHeadWithinThePriorityBand) {
   FairSharePolicy p;
   std::vector<std::unique_ptr<Sequence>> seqs;
@@ -254,6 +310,27 @@ TEST(FairSharePolicyTest, AFloodingTenantDoesNotDelayTheOthers) {
     EXPECT_LT(pos.back(), 9u) << t;
   }
   for (size_t i = 0; i < trace.size(); ++i) EXPECT_EQ(fair.tokens[i], fcfs.tokens[i]) << i;
+}
+
+TEST(FairSharePolicyTest, ATenantUnderItsShareStartsAtOnceInAFullPool) {
+  FakeModel model;
+  EngineOptions o = FairOptions();
+  o.max_running = 4;
+  std::vector<Arrival> trace;
+  // a fills every slot with long requests; b arrives at step 5 with one.
+  for (int i = 0; i < 12; ++i) trace.push_back(Req(0, "a", 4, 40, i));
+  trace.push_back(Req(5, "b", 4, 4, 50));
+  const TraceResult fair = RunTrace(model, o, trace);
+  o.fair_share.preempt_for_share = false;
+  const TraceResult held = RunTrace(model, o, trace);
+  // Preempting one of a's for b's share: b's first token in its first step.
+  // Without it b waits for one of a's 40-token requests to finish.
+  EXPECT_EQ(fair.ttft[12], 1);
+  EXPECT_GT(held.ttft[12], 30);
+  // The preempted request resumes by recompute: every output is unchanged.
+  for (size_t i = 0; i < trace.size(); ++i) {
+    EXPECT_EQ(fair.tokens[i], FakeModel::Greedy(trace[i].prompt, trace[i].max_tokens)) << i;
+  }
 }
 
 TEST(FairSharePolicyTest, AReturningTenantIsLiftedToTheBackloggedCounter) {

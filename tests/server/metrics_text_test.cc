@@ -29,6 +29,7 @@ TEST(MetricsTextTest, ClassSeriesAndClassCounters) {
   s.requests_running_by_class = {5, 2, 1};  // batch, interactive, realtime
   s.requests_waiting_by_class = {7, 0, 3};
   s.preemptions_class_total = 4;
+  s.preemptions_share_total = 6;
   s.steps_interrupted_total = 9;
   const std::string text = RenderPrometheus(s, "m");
   for (const char* line : {
@@ -38,6 +39,7 @@ TEST(MetricsTextTest, ClassSeriesAndClassCounters) {
            "pagoda:num_requests_waiting_by_class{model_name=\"m\",workload_class=\"batch\"} 7\n",
            "pagoda:num_requests_waiting_by_class{model_name=\"m\",workload_class=\"realtime\"} 3\n",
            "pagoda:num_preemptions_class_total{model_name=\"m\"} 4\n",
+           "pagoda:num_preemptions_share_total{model_name=\"m\"} 6\n",
            "pagoda:num_steps_interrupted_total{model_name=\"m\"} 9\n",
        }) {
     EXPECT_NE(text.find(line), std::string::npos) << line;
