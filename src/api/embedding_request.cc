@@ -44,6 +44,10 @@ ApiResult<EmbeddingRequest> ParseEmbeddingRequest(std::string_view body, const R
       int64_t x;
       if (auto e = internal::ReadInt(value, key, 1, 1 << 24, &x)) return *e;
       req.truncate_prompt_tokens = x;
+    } else if (key == "normalize") {
+      bool x;
+      if (auto e = internal::ReadBool(value, key, &x)) return *e;
+      req.normalize = x;
     } else if (key == "user") {
       if (auto e = internal::ReadString(value, key, &req.user)) return *e;
     } else if (limits.reject_unknown_fields) {

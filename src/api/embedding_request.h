@@ -1,7 +1,8 @@
 // EmbeddingRequest: POST /v1/embeddings as OpenAI defines it, parsed and
 // validated. `input` is a string, a list of strings, a list of token ids, or
 // a list of such lists; each entry is embedded on its own. vLLM's
-// truncate_prompt_tokens is accepted (keep the last N tokens of each input).
+// truncate_prompt_tokens (keep the last N tokens of each input) and
+// normalize (false: the pooled vector as it is) are accepted.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,7 @@ struct EmbeddingRequest {
   EncodingFormat encoding_format = EncodingFormat::kFloat;
   std::optional<int64_t> dimensions;     // >= 1; checked against the model by the server
   std::optional<int64_t> truncate_prompt_tokens;  // >= 1: keep the last N tokens
+  bool normalize = true;                          // vLLM's: L2-normalise (default), or not
   std::string user;
 };
 

@@ -70,7 +70,7 @@ void HandleEmbeddings(ServeContext& ctx, const http::Request& request, std::shar
     PrefillTask t;
     t.kind = PrefillTask::Kind::kEmbed;
     t.pooling = a.pooling;
-    t.normalize = true;
+    t.normalize = req->normalize;
     t.dimensions = static_cast<int32_t>(req->dimensions.value_or(0));
     r.prefill = std::move(t);
     prompt_tokens += static_cast<int64_t>(r.prompt.size());

@@ -32,6 +32,10 @@ TEST(EmbeddingRequestTest, AcceptsEveryInputForm) {
   ASSERT_TRUE(lists.ok());
   EXPECT_EQ(lists->inputs.size(), 2u);
   EXPECT_EQ(lists->truncate_prompt_tokens, 4);
+  EXPECT_TRUE(lists->normalize);
+  auto raw = ParseEmbeddingRequest(R"({"model":"m","input":"a","normalize":false})");
+  ASSERT_TRUE(raw.ok());
+  EXPECT_FALSE(raw->normalize);
 }
 
 TEST(EmbeddingRequestTest, RefusesBadInputNamingTheField) {
@@ -44,6 +48,7 @@ TEST(EmbeddingRequestTest, RefusesBadInputNamingTheField) {
       {R"({"model":"m","input":[-1]})", "input[0]"},
       {R"({"model":"m","input":"a","encoding_format":"int8"})", "encoding_format"},
       {R"({"model":"m","input":"a","dimensions":0})", "dimensions"},
+      {R"({"model":"m","input":"a","normalize":"no"})", "normalize"},
       {R"({"model":"m","input":"a","bogus":1})", "bogus"},
       {R"({"input":"a"})", "model"},
       {R"({"model":"m"})", "input"},

@@ -1,7 +1,8 @@
 // Embeddings, reranking and prefill-only scoring (docs/EMBEDDINGS.md) on the
 // real `pagoda serve`:
 //   - the official openai client's embeddings.create, float and base64 (the
-//     same vectors), token-id inputs, `dimensions` (truncated, renormalised);
+//     same vectors), token-id inputs, `dimensions` (truncated, renormalised),
+//     `normalize: false` (vLLM's: the pooled vector as it is);
 //     LangChain.js's OpenAIEmbeddings (embedQuery / embedDocuments);
 //   - batch invariance: a text embeds to the same vector, bitwise, alone and
 //     inside a batch of 64 while generation streams run;
@@ -72,6 +73,12 @@ await test('openai client: embeddings.create, float and base64 agree; token ids;
   assert.equal(d.data[0].embedding.length, 32);
   const head = f.data[0].embedding.slice(0, 32), n = norm(head);
   d.data[0].embedding.forEach((x, i) => assert.ok(Math.abs(x - head[i] / n) < 1e-6));
+  // vLLM's normalize: false gives the pooled vector itself, whose direction is the normalised one.
+  const raw = await post(srv.base, '/v1/embeddings', { model: M, input: texts[0], normalize: false });
+  assert.equal(raw.status, 200, JSON.stringify(raw.body));
+  const v = raw.body.data[0].embedding, nv = norm(v);
+  assert.ok(Math.abs(nv - 1) > 1e-3, `an unnormalised final-norm row has norm ${nv}`);
+  v.forEach((x, i) => assert.ok(Math.abs(x / nv - f.data[0].embedding[i]) < 1e-5));
 });
 
 await test('LangChain.js OpenAIEmbeddings works against the server', async () => {

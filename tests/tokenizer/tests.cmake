@@ -4,9 +4,11 @@
 # source is named *_golden.cc so that the pagoda_tokenizer_tests glob
 # (*_test.cc) leaves it out.
 add_executable(pagoda_tokenizer_golden_tests ${CMAKE_CURRENT_LIST_DIR}/hf_import_golden.cc
+               ${CMAKE_CURRENT_LIST_DIR}/wpm_golden.cc
                ${CMAKE_CURRENT_LIST_DIR}/chat_template_golden.cc)
 target_include_directories(pagoda_tokenizer_golden_tests PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_definitions(pagoda_tokenizer_golden_tests PRIVATE
+  PAGODA_TESTDATA_DIR="${PAGODA_TESTDATA_DIR}"
   PAGODA_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
   PAGODA_BINARY_DIR="${PROJECT_BINARY_DIR}")
 target_link_libraries(pagoda_tokenizer_golden_tests PRIVATE pagoda_tokenizer GTest::gtest GTest::gtest_main)

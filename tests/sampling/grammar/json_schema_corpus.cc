@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "sampling/grammar/grammar.h"
+#include "support/run_shell.h"
 #include "sampling/grammar/json_schema.h"
 #include "sampling/grammar/matcher.h"
 #include "sampling/grammar/regex_charset.h"
@@ -39,21 +40,8 @@ const std::filesystem::path kDir = std::filesystem::path(PAGODA_SOURCE_DIR) / "t
 constexpr int kSeedsPerSchema = 12;
 constexpr size_t kMaxWalkBytes = 20000;
 
-std::string ReadAll(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-int RunShell(const std::string& cmd, std::string* output) {
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  if (f == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) output->append(buf, n);
-  return pclose(f);
-}
+using ::pagoda::testing::ReadAll;
+using ::pagoda::testing::RunShell;
 
 // The documented layout with its optional spaces: ", " and ": ".
 std::string Spaced(const OJson& v) {

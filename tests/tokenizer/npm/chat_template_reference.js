@@ -12,6 +12,7 @@
 // the C++ side renders the same variables.
 "use strict";
 const fs = require("fs");
+const { WriteJsonLines } = require("./jsonl");
 const path = require("path");
 const { Template } = require("@huggingface/jinja");
 
@@ -249,10 +250,7 @@ function Main(argv) {
       lines.push(JSON.stringify(entry));
     }
   }
-  fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true });
-  const tmp = `${out}.tmp${process.pid}`;
-  fs.writeFileSync(tmp, lines.join("\n") + "\n");
-  fs.renameSync(tmp, out);
+  WriteJsonLines(out, lines);
   return 0;
 }
 

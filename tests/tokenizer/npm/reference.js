@@ -13,6 +13,7 @@
 // special token, as the HF tokenizer always does.
 "use strict";
 const fs = require("fs");
+const { WriteJsonLines } = require("./jsonl");
 const path = require("path");
 const { TokenizerLoader } = require("@lenml/tokenizers");
 const { Generate } = require("./corpus");
@@ -36,11 +37,7 @@ function Main(argv) {
     const ids = tokenizer.encode(text, { add_special_tokens: false });
     lines.push(JSON.stringify({ cat, text, ids }));
   }
-  fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true });
-  // Write then rename, so a reader never sees a half-written file.
-  const tmp = `${out}.tmp${process.pid}`;
-  fs.writeFileSync(tmp, lines.join("\n") + "\n");
-  fs.renameSync(tmp, out);
+  WriteJsonLines(out, lines);
   return 0;
 }
 
