@@ -6,6 +6,11 @@ export function parseArgs(argv) {
   const out = {};
   for (let i = 0; i < argv.length; ++i) {
     if (!argv[i].startsWith('--')) throw new Error(`unexpected argument ${argv[i]}`);
+    const eq = argv[i].indexOf('=');
+    if (eq > 2) {  // --key=value: a value that may itself start with --
+      out[argv[i].slice(2, eq)] = argv[i].slice(eq + 1);
+      continue;
+    }
     const key = argv[i].slice(2);
     if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) out[key] = argv[++i];
     else out[key] = true;

@@ -33,7 +33,7 @@
 //          [--max-running 16] [--max-waiting 8192] [--rate 2] [--flood 10] [--seconds 30]
 //          [--prompt-tokens 64] [--max-tokens 32] [--vocab 512]
 //          [--prov-concurrency 16] [--prov-seconds 120] [--reserve-fraction 0.75] [--compare]
-//          [--only noisy|provisioned]   (phases 1-2, or 3-5; default all) [--extra "more serve flags"]
+//          [--only noisy|provisioned]   (phases 1-2, or 3-5; default all) [--extra="more serve flags"]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';

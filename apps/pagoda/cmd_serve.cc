@@ -140,6 +140,10 @@ int CmdServe(int argc, char** argv) {
                  "admission policy: fcfs, fair (VTC fair share between tenants inside priority bands), or auto "
                  "(default: fair with --tenant-secret-env, else fcfs); docs/SCHEDULING.md")
       ->check(CLI::IsMember({"auto", "fcfs", "fair"}));
+  bool no_share_preemption = false;
+  app.add_flag("--no-share-preemption", no_share_preemption,
+               "with fair scheduling: never preempt a tenant over its share of the slots for one under it "
+               "(a waiting tenant then waits for a slot to free); docs/SCHEDULING.md");
   std::string db, counters, admin_key_env, key_pepper_env;
   bool allow_insecure_keys = false;
   app.add_option("--db", db,
@@ -289,6 +293,7 @@ int CmdServe(int argc, char** argv) {
   eo.scheduling = scheduling == "fair" || (scheduling == "auto" && (!tenant_secret.empty() || !db.empty()))
                       ? SchedulingMode::kFair
                       : SchedulingMode::kFcfs;
+  eo.fair_share.preempt_for_share = !no_share_preemption;
   if (const auto t = kernels::ParseKvType(kv_type)) {
     eo.kv_type = *t;
   } else {

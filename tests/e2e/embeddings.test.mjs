@@ -203,7 +203,7 @@ if (made.status === 0 && existsSync(rr)) {
   });
 
   const query = 'where did the cat sleep';
-  const docs = Array.from({ length: 40 }, (_, i) => `${texts[i % 4]} Then story ${i} ended with a nap in the sun.`);
+  const docs = Array.from({ length: 100 }, (_, i) => `${texts[i % 4]} Then story ${i} ended with a nap in the sun.`);
 
   await test('rerank == one score request per pair; top_n is the head of the full ranking', async () => {
     const full = await post(rs.base, '/v1/rerank', { model: M, query, documents: docs });
