@@ -5,7 +5,8 @@
 // decode replica run: the engine thread's OnBlock (encode + checksum), the
 // sender thread's writes, the receiver's reads, verification (checksum,
 // chain hash) and the memory tier's insert; timed from the first OnBlock to
-// the acknowledgement. Also with f16 -> fp8_e4m3 conversion on arrival.
+// the acknowledgement. Also with f16 -> fp8_e4m3 conversion on arrival, and
+// that conversion alone (kv::ConvertBlockPayload) on the active ISA.
 //
 // Usage: kv_transfer_bench [--blocks N] [--reps R]
 // Defaults: 256 blocks of a 1B Llama's f16 block of 16 positions (16 layers
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/matmul.h"
 #include "kv/block_convert.h"
 #include "kv/block_hash.h"
 #include "kv/memory_tier.h"
@@ -90,6 +92,30 @@ double Run(pagoda::kernels::KvType from, pagoda::kernels::KvType to, int n_block
   return Median(gbps);
 }
 
+// GB/s of f16 payload through ConvertBlockPayload alone (no sockets, no
+// checksums), on the active ISA (PAGODA_ISA selects another).
+double ConvertOnly(int n_blocks, int reps) {
+  using pagoda::kernels::KvType;
+  const kv::BlockLayout src = Layout(KvType::kF16);
+  const kv::BlockLayout dst = Layout(KvType::kFp8E4M3);
+  std::vector<uint8_t> in(static_cast<size_t>(src.block_bytes) * n_blocks), out(static_cast<size_t>(dst.block_bytes));
+  std::mt19937 rng(7);
+  auto* h = reinterpret_cast<uint16_t*>(in.data());
+  for (size_t i = 0; i < in.size() / 2; ++i) h[i] = static_cast<uint16_t>(0x3000 + rng() % 0x0c00);
+  std::vector<double> gbps;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    for (int b = 0; b < n_blocks; ++b) {
+      if (!kv::ConvertBlockPayload(src, in.data() + static_cast<size_t>(b) * src.block_bytes, dst, out.data()).ok()) {
+        std::abort();
+      }
+    }
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    gbps.push_back(static_cast<double>(in.size()) / s / 1e9);
+  }
+  return Median(gbps);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,5 +131,7 @@ int main(int argc, char** argv) {
   std::printf("blocks %d x %.0f KiB, median of %d\n", blocks, Layout(KvType::kF16).block_bytes / 1024.0, reps);
   std::printf("f16 -> f16 (kept as received)   %.2f GB/s\n", same);
   std::printf("f16 -> fp8_e4m3 (converted)     %.2f GB/s\n", conv);
+  std::printf("conversion alone (%s): %.2f GB/s of f16\n",
+              pagoda::kernels::IsaName(pagoda::kernels::ActiveIsa()), ConvertOnly(blocks, reps));
   return 0;
 }

@@ -1,7 +1,8 @@
 // The scaled KV codecs of kernels/cpu/kv_quant.h: FP8 E4M3 against a value
 // table built from the format's definition (all 256 codes, round to nearest
 // even by brute-force search), int8 rounding, power-of-two scales, the
-// rescaling row store, and every ISA's dequantizer (LoadKvRow) over all codes.
+// rescaling row store, and every ISA's dequantizer (LoadKvRow) over all codes
+// and quantizing store (StoreKvRowQuantized) against the scalar one.
 #include "kernels/cpu/kv_quant.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/ops_attention_tile.h"
 #include "tensor/fp16.h"
 
 namespace pagoda::kernels {
@@ -259,6 +261,88 @@ TEST_P(LoadKvRowTest, DequantizesEveryCodeExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, LoadKvRowTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512));
+
+// StoreKvRowQuantized on each ISA against the scalar store (the reference
+// twin, internal::StoreKvQuantizedBaseline), byte for byte: codes and scales.
+class StoreKvRowQuantizedIsaTest : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (static_cast<int>(GetParam()) > static_cast<int>(DetectedIsa())) GTEST_SKIP() << "ISA not available";
+    saved_ = ActiveIsa();
+    SetIsaForTesting(GetParam());
+  }
+  void TearDown() override {
+    if (!IsSkipped()) SetIsaForTesting(saved_);
+  }
+  // Stores `rows` (n_heads x head_dim floats) with the active ISA and the
+  // reference; expects the same bytes.
+  static void ExpectSameAsReference(const std::vector<float>& rows, int n_heads, int head_dim, KvType type) {
+    const size_t n = static_cast<size_t>(n_heads) * static_cast<size_t>(head_dim);
+    std::vector<uint8_t> got(n), want(n), got_sc(static_cast<size_t>(n_heads) * 3), want_sc(got_sc.size());
+    StoreKvRowQuantized(rows.data(), n_heads, head_dim, type, got.data(), got_sc.data(), 3);
+    internal::StoreKvQuantizedBaseline(rows.data(), n_heads, head_dim, type, want.data(), want_sc.data(), 3);
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[i], want[i]) << KvTypeName(type) << " element " << i << " = " << rows[i] << " (head_dim "
+                                 << head_dim << ")";
+    }
+    EXPECT_EQ(got_sc, want_sc);
+  }
+  Isa saved_ = Isa::kScalar;
+};
+
+TEST_P(StoreKvRowQuantizedIsaTest, EncodesEveryFloatRangeLikeTheScalarStore) {
+  // Rows whose largest magnitude is the code maximum (scale 1), so the
+  // encoder sees the values themselves: for every sign, exponent and top 7
+  // mantissa bits (random low bits) up to that maximum, plus NaN rows.
+  std::mt19937 rng(11);
+  for (KvType type : {KvType::kFp8E4M3, KvType::kInt8}) {
+    const float top = KvCodeMax(type);
+    std::vector<float> values;
+    for (uint32_t hi = 0; hi < (1u << 16); ++hi) {
+      const uint32_t bits = (hi << 16) | (rng() & 0xffffu);
+      float f;
+      std::memcpy(&f, &bits, sizeof(f));
+      if (std::isnan(f) ? rng() % 64 == 0 : std::fabs(f) <= top) values.push_back(f);
+    }
+    constexpr int kHeadDim = 128;
+    for (size_t i = 0; i < values.size(); i += kHeadDim - 1) {
+      std::vector<float> row = {top};
+      for (size_t j = i; j < values.size() && row.size() < kHeadDim; ++j) row.push_back(values[j]);
+      row.resize(kHeadDim, 0.0f);
+      ExpectSameAsReference(row, 1, kHeadDim, type);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST_P(StoreKvRowQuantizedIsaTest, RowsOfEveryShapeAndScale) {
+  // Head widths with and without a vector tail, several heads, scales from
+  // tiny to huge, ties, zeros, infinities and NaNs inside rows.
+  std::mt19937 rng(12);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (KvType type : {KvType::kFp8E4M3, KvType::kInt8}) {
+    for (int head_dim : {1, 7, 8, 13, 16, 24, 64, 100, 128, 192}) {
+      for (int n_heads : {1, 3}) {
+        for (float magnitude : {1e-30f, 1e-6f, 0.5f, 3.0f, 1e4f, 3e38f}) {
+          std::vector<float> rows(static_cast<size_t>(n_heads * head_dim));
+          for (float& x : rows) x = normal(rng) * magnitude;
+          if (rows.size() > 4) {
+            rows[1] = 0.0f;
+            rows[2] = -0.0f;
+            rows[3] = magnitude * 0.5f;  // a tie for some scales
+          }
+          ExpectSameAsReference(rows, n_heads, head_dim, type);
+          rows[0] = std::numeric_limits<float>::infinity();
+          rows.back() = std::numeric_limits<float>::quiet_NaN();
+          ExpectSameAsReference(rows, n_heads, head_dim, type);
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, StoreKvRowQuantizedIsaTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512));
 
 }  // namespace
 }  // namespace pagoda::kernels

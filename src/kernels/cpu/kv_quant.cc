@@ -4,6 +4,8 @@
 #include <limits>
 
 #include "base/check.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/ops_attention_tile.h"
 #include "kernels/kv_codec_bits.h"
 
 namespace pagoda::kernels {
@@ -37,21 +39,11 @@ uint8_t KvScaleByte(KvType type, float amax) {
 void StoreKvRowQuantized(const float* src, int n_heads, int head_dim, KvType type, uint8_t* codes,
                          uint8_t* scales, int64_t scale_stride) {
   PAGODA_CHECK(KvTypeHasScales(type));
-  for (int h = 0; h < n_heads; ++h) {
-    const float* x = src + static_cast<int64_t>(h) * head_dim;
-    float amax = 0.0f;
-    for (int d = 0; d < head_dim; ++d) amax = std::fabs(x[d]) > amax ? std::fabs(x[d]) : amax;  // NaN ignored
-    amax = std::fmin(amax, std::numeric_limits<float>::max());
-    const uint8_t e = KvScaleByte(type, amax);
-    scales[h * scale_stride] = e;
-    const float scale = KvScaleValue(e);
-    const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;  // exact: a power of two
-    uint8_t* dst = codes + static_cast<int64_t>(h) * head_dim;
-    if (type == KvType::kFp8E4M3) {
-      for (int d = 0; d < head_dim; ++d) dst[d] = FloatToFp8E4M3(x[d] * inv);
-    } else {
-      for (int d = 0; d < head_dim; ++d) dst[d] = static_cast<uint8_t>(FloatToInt8(x[d] * inv));
-    }
+  switch (ActiveIsa()) {
+    case Isa::kAvx512: return internal::StoreKvQuantizedAvx512(src, n_heads, head_dim, type, codes, scales, scale_stride);
+    case Isa::kAvx2: return internal::StoreKvQuantizedAvx2(src, n_heads, head_dim, type, codes, scales, scale_stride);
+    case Isa::kScalar:
+      return internal::StoreKvQuantizedBaseline(src, n_heads, head_dim, type, codes, scales, scale_stride);
   }
 }
 

@@ -16,6 +16,7 @@
 #define PAGODA_ATTENTION_TILE_FN AttentionTileBaseline
 #define PAGODA_STORE_F16_FN StoreF16Baseline
 #define PAGODA_LOAD_KV_ROW_FN LoadKvRowBaseline
+#define PAGODA_STORE_KV_QUANTIZED_FN StoreKvQuantizedBaseline
 #include "kernels/cpu/ops_attention_tile_impl.inc"
 
 namespace pagoda::kernels {

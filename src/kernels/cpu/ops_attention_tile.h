@@ -81,4 +81,13 @@ void LoadKvRowBaseline(const void* src, int64_t n, KvType type, float scale, flo
 void LoadKvRowAvx2(const void* src, int64_t n, KvType type, float scale, float* dst);
 void LoadKvRowAvx512(const void* src, int64_t n, KvType type, float scale, float* dst);
 
+// StoreKvRowQuantized (ops.h) per ISA; the baseline one is the reference the
+// others equal byte for byte.
+void StoreKvQuantizedBaseline(const float* src, int n_heads, int head_dim, KvType type, uint8_t* codes,
+                              uint8_t* scales, int64_t scale_stride);
+void StoreKvQuantizedAvx2(const float* src, int n_heads, int head_dim, KvType type, uint8_t* codes,
+                          uint8_t* scales, int64_t scale_stride);
+void StoreKvQuantizedAvx512(const float* src, int n_heads, int head_dim, KvType type, uint8_t* codes,
+                            uint8_t* scales, int64_t scale_stride);
+
 }  // namespace pagoda::kernels::internal
