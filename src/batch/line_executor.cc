@@ -27,7 +27,7 @@ class CapturingWriter final : public http::ResponseWriter {
     return Finish(LineAnswer{500, R"({"error":{"message":"a batch line cannot stream","type":"server_error","param":null,"code":null}})", ""});
   }
   bool SendSse(std::string_view) override { return false; }
-  bool SendSseRaw(std::string_view) override { return false; }
+  bool SendSseEvents(std::string_view) override { return false; }
   void EndSse() override {}
   void OnCancel(std::function<void()> callback) override {
     std::lock_guard<std::mutex> lock(mu_);

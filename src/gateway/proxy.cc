@@ -132,6 +132,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   http::Headers head_headers_;
   std::string body_;
   SseSplitter sse_;
+  std::string relay_;  // the events of one upstream read, framed for the client (kept for its capacity)
   std::optional<ReportedUsage> usage_;  // the replica's usage (body, or the stream's usage chunk)
   bool client_started_ = false;  // bytes went to the client: no retry
   bool verdict_failure_ = false;
@@ -431,16 +432,21 @@ void Exchange::OnBody(std::string_view bytes) {
     }
     body_.append(bytes);
   } else if (mode_ == Mode::kSse) {
-    // Each event goes on as the upstream framed it (event:, id:, retry:, comments).
+    // Each event goes on as the upstream framed it (event:, id:, retry:,
+    // comments); the events of one read go on together, in one write.
+    const auto now = Clock::now();
+    relay_.clear();
     const bool ok = sse_.Feed(bytes, [&](const SseEvent& ev) {
       if (ev.has_data) {
         const std::optional<ReportedUsage> u = ReadUsage(ev.data);
         if (u) usage_ = u;  // the include_usage chunk
-        if (!meter_.OnSseData(ev.data, u, Clock::now())) return true;  // usage only the gateway asked for
+        if (!meter_.OnSseData(ev.data, u, now)) return true;  // usage only the gateway asked for
       }
-      return writer_->SendSseRaw(ev.block);
+      relay_.append(ev.block);
+      relay_ += '\n';
+      return true;
     });
-    if (!ok) {
+    if ((!relay_.empty() && !writer_->SendSseEvents(relay_)) || !ok) {
       CancelCall();  // client gone, or an oversized event (garbage)
     }
   }

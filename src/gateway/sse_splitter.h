@@ -12,6 +12,7 @@
 
 namespace pagoda::gateway {
 
+// Views valid during the callback only.
 struct SseEvent {
   std::string_view block;  // the event's lines in order, each ending in '\n' (no blank line)
   std::string_view data;   // its data: fields' values joined with '\n'
@@ -30,7 +31,13 @@ class SseSplitter {
   size_t pending() const { return buf_.size(); }
 
  private:
+  // `raw` with each "\r\n" turned into "\n" (in block_).
+  std::string_view DropCarriageReturns(std::string_view raw);
+
   std::string buf_;
+  // An event's block or joined data when they are not one piece of buf_;
+  // kept between events for their capacity.
+  std::string block_, data_;
   size_t max_event_bytes_;
   bool overflowed_ = false;
 };

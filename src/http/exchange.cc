@@ -5,6 +5,10 @@
 namespace pagoda::http::internal {
 namespace {
 
+// A written chunk's buffer kept for reuse only up to this size (a slow
+// client's backlog must not stay allocated for the rest of its stream).
+constexpr size_t kMaxSpareBytes = size_t{256} << 10;
+
 class WriterImpl final : public ResponseWriter {
  public:
   explicit WriterImpl(std::shared_ptr<Exchange> ex) : ex_(std::move(ex)) {}
@@ -39,14 +43,9 @@ class WriterImpl final : public ResponseWriter {
     return true;
   }
 
-  bool SendSse(std::string_view data) override { return QueueEvent(FormatSseEvent(data)); }
+  bool SendSse(std::string_view data) override { return QueueEvents(FormatSseEvent(data)); }
 
-  bool SendSseRaw(std::string_view event_block) override {
-    std::string e(event_block);
-    if (!e.empty() && e.back() != '\n') e += '\n';
-    e += '\n';
-    return QueueEvent(std::move(e));
-  }
+  bool SendSseEvents(std::string_view events) override { return QueueEvents(events); }
 
   void EndSse() override {
     {
@@ -75,13 +74,10 @@ class WriterImpl final : public ResponseWriter {
 
   bool cancelled() const override { return ex_->cancelled.load(); }
 
-  size_t queued_bytes() const override {
-    std::lock_guard<std::mutex> lock(ex_->mu);
-    return ex_->queued_bytes;
-  }
+  size_t queued_bytes() const override { return ex_->queued_bytes.load(std::memory_order_relaxed); }
 
  private:
-  bool QueueEvent(std::string event) {
+  bool QueueEvents(std::string_view events) {
     {
       std::lock_guard<std::mutex> lock(ex_->mu);
       if (ex_->cancelled) return false;
@@ -90,7 +86,11 @@ class WriterImpl final : public ResponseWriter {
         ex_->Push(OutItem{OutItem::Kind::kSseBegin, {}, {}, {}});
       }
       if (ex_->phase != Exchange::Phase::kStreaming) return false;
-      ex_->Push(OutItem{OutItem::Kind::kSseData, {}, {}, std::move(event)});
+      ex_->PushSse(events);
+      // One wake-up per batch: until the session takes the queue, later
+      // events ride along with this one's.
+      if (ex_->wake_pending) return true;
+      ex_->wake_pending = true;
     }
     ex_->Wake();
     return true;
@@ -118,20 +118,38 @@ std::string FormatSseEvent(std::string_view data) {
 }
 
 Exchange::~Exchange() {
-  if (server_queued) *server_queued -= static_cast<int64_t>(queued_bytes);
+  if (server_queued) *server_queued -= static_cast<int64_t>(queued_bytes.load());
 }
 
 void Exchange::Push(OutItem item) {
   const size_t n = item.data.size() + item.response.body.size();
-  queued_bytes += n;
+  queued_bytes.store(queued_bytes.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   if (server_queued) *server_queued += static_cast<int64_t>(n);
   queue.push_back(std::move(item));
 }
 
-void Exchange::Written(size_t n) {
-  n = std::min(n, queued_bytes);
-  queued_bytes -= n;
+void Exchange::PushSse(std::string_view bytes) {
+  if (queue.empty() || queue.back().kind != OutItem::Kind::kSseData) {
+    OutItem item{OutItem::Kind::kSseData, {}, {}, std::move(spare)};
+    spare = {};
+    item.data.clear();
+    queue.push_back(std::move(item));
+  }
+  queue.back().data.append(bytes);
+  queued_bytes.store(queued_bytes.load(std::memory_order_relaxed) + bytes.size(), std::memory_order_relaxed);
+  if (server_queued) *server_queued += static_cast<int64_t>(bytes.size());
+}
+
+void Exchange::Written(size_t n, std::string* chunk) {
+  const size_t queued = queued_bytes.load(std::memory_order_relaxed);
+  n = std::min(n, queued);
+  queued_bytes.store(queued - n, std::memory_order_relaxed);
   if (server_queued) *server_queued -= static_cast<int64_t>(n);
+  // Keep the larger buffer (a stream's chunks are alike in size), within reason.
+  if (chunk != nullptr && chunk->capacity() > spare.capacity() && chunk->capacity() <= kMaxSpareBytes) {
+    chunk->clear();
+    spare.swap(*chunk);
+  }
 }
 
 void Exchange::Wake() {

@@ -53,8 +53,19 @@ std::string FormatSseEvent(std::string_view data);
 
 struct Exchange {
   std::mutex mu;
+  // Consecutive events share one kSseData item: a writer appends to the
+  // last item while the session has not taken it yet, so the session writes
+  // whatever accumulated as one chunk.
   std::deque<OutItem> queue;  // guarded by mu
-  size_t queued_bytes = 0;    // guarded by mu
+  // Written under mu; read without it (a proxy asks before every upstream read).
+  std::atomic<size_t> queued_bytes{0};
+  // A wake-up is on its way to the session (set by a writer that posted
+  // one, cleared when the session takes the queue): further events need none.
+  bool wake_pending = false;  // guarded by mu
+  // The buffer of a chunk the session wrote, handed back for the next
+  // kSseData item, so a stream reuses two buffers instead of allocating one
+  // per event on one thread and freeing it on another.
+  std::string spare;  // guarded by mu
   enum class Phase { kNone, kFull, kStreaming, kEnded } phase = Phase::kNone;  // guarded by mu
   bool abandoned = false;               // guarded by mu: writer dropped before completing
   std::function<void()> on_cancel;      // guarded by mu
@@ -66,7 +77,11 @@ struct Exchange {
 
   ~Exchange();
   void Push(OutItem item);   // mu held by the caller
-  void Written(size_t n);    // mu held by the caller
+  // Queues SSE bytes (whole events), appended to the last kSseData item if
+  // the session has not taken it. mu held by the caller.
+  void PushSse(std::string_view bytes);
+  // `n` bytes of `chunk` were written; its buffer becomes the spare. mu held by the caller.
+  void Written(size_t n, std::string* chunk = nullptr);
   void Wake();
   // Marks the exchange cancelled and runs the callback once (unless complete).
   void Cancel();

@@ -29,11 +29,11 @@ class ResponseWriter {
   // data: line). Calls BeginSse() first when needed. Returns false once the
   // client is gone, the response ended, or the server cancelled it.
   virtual bool SendSse(std::string_view data) = 0;
-  // Queues one event already framed by its producer (a proxy relaying it as
-  // it came): `event_block` is the event's lines (data:, event:, id:,
-  // retry:, comments), each ending in '\n', with no blank line inside; the
-  // blank line that ends the event is added. Same rules as SendSse.
-  virtual bool SendSseRaw(std::string_view event_block) = 0;
+  // Queues events already framed by their producer (a proxy relaying them
+  // as they came): `events` is one or more whole events, each its lines
+  // (data:, event:, id:, retry:, comments) ending in '\n' and then the
+  // blank line ("\n") that ends it. Same rules as SendSse.
+  virtual bool SendSseEvents(std::string_view events) = 0;
   // Ends the stream (the final zero-length chunk); the connection stays open
   // for the next request.
   virtual void EndSse() = 0;

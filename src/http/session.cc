@@ -18,6 +18,7 @@
 
 #include "base/log.h"
 #include "http/server_impl.h"
+#include "http/stall_watchdog.h"
 
 namespace pagoda::http::internal {
 namespace {
@@ -90,13 +91,18 @@ class Session final : public SessionHandle, public std::enable_shared_from_this<
 
   Session(Server::Impl* server, tcp::socket socket, uint64_t id)
     requires(!kTls)
-      : server_(server), stream_(std::move(socket)), wake_(stream_.get_executor()), id_(id) {}
+      : server_(server),
+        stream_(std::move(socket)),
+        wake_(stream_.get_executor()),
+        write_watch_(stream_.get_executor()),
+        id_(id) {}
   Session(Server::Impl* server, tcp::socket socket, uint64_t id, std::shared_ptr<ssl::context> tls)
     requires(kTls)
       : server_(server),
         tls_(std::move(tls)),
         stream_(beast::tcp_stream(std::move(socket)), *tls_),
         wake_(stream_.get_executor()),
+        write_watch_(stream_.get_executor()),
         id_(id) {}
   ~Session() override { server_->SessionClosed(id_); }
 
@@ -137,6 +143,10 @@ class Session final : public SessionHandle, public std::enable_shared_from_this<
   std::shared_ptr<ssl::context> tls_;  // TLS only; outlives stream_ (declared first)
   Stream stream_;
   asio::steady_timer wake_;
+  // Bounds each write of a stream's events by write_timeout (one timer per
+  // stream rather than one per event); strand only.
+  StallWatchdog write_watch_;
+  std::deque<OutItem> items_;  // what Pump took from the exchange; strand only
   beast::flat_buffer buffer_;
   std::shared_ptr<Exchange> exchange_;  // the pending exchange, strand only
   bool idle_ = false;                   // strand only: waiting for a request's first byte (or the handshake)
@@ -309,12 +319,18 @@ asio::awaitable<bool> Session<Stream>::Pump(Exchange& ex, bool keep_alive, unsig
   beast::error_code ec;
   bool streaming = false;
   Tcp().expires_never();
+  struct StopWatch {
+    StallWatchdog& w;
+    ~StopWatch() { w.Stop(); }
+  } stop_watch{write_watch_};
+  std::deque<OutItem>& items = items_;
   for (;;) {
-    std::deque<OutItem> items;
+    items.clear();
     bool abandoned;
     {
       std::lock_guard<std::mutex> lock(ex.mu);
       items.swap(ex.queue);
+      ex.wake_pending = false;
       abandoned = ex.abandoned;
     }
     if (ex.cancelled) co_return false;
@@ -354,20 +370,23 @@ asio::awaitable<bool> Session<Stream>::Pump(Exchange& ex, bool keep_alive, unsig
           bhttp::response_serializer<bhttp::empty_body> sr{res};
           Tcp().expires_after(opt.write_timeout);
           co_await bhttp::async_write_header(stream_, sr, asio::redirect_error(asio::use_awaitable, ec));
+          Tcp().expires_never();
           streaming = true;
+          write_watch_.Start(this->weak_from_this(), opt.write_timeout, [this] { Tcp().close(); });
           break;
         }
         case OutItem::Kind::kSseData: {
-          // Coalesce the events queued so far into one chunk.
+          // The events queued so far, as one chunk (writers append to one item).
           std::string chunk = std::move(item.data);
           while (i + 1 < items.size() && items[i + 1].kind == OutItem::Kind::kSseData) {
             chunk += items[++i].data;
           }
-          Tcp().expires_after(opt.write_timeout);
+          write_watch_.Begin(std::chrono::steady_clock::now() + opt.write_timeout);
           co_await asio::async_write(stream_, bhttp::make_chunk(asio::buffer(chunk)),
                                      asio::redirect_error(asio::use_awaitable, ec));
+          write_watch_.End();
           std::lock_guard<std::mutex> lock(ex.mu);
-          ex.Written(chunk.size());
+          ex.Written(chunk.size(), &chunk);
           break;
         }
         case OutItem::Kind::kSseEnd:
@@ -382,7 +401,6 @@ asio::awaitable<bool> Session<Stream>::Pump(Exchange& ex, bool keep_alive, unsig
         co_return false;
       }
     }
-    Tcp().expires_never();
   }
 }
 

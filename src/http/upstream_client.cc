@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/status.h"
 #include "http/asio.h"
+#include "http/stall_watchdog.h"
 
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/ssl.hpp>
@@ -179,7 +180,11 @@ namespace {
 class CallImpl final : public UpstreamCall, public std::enable_shared_from_this<CallImpl> {
  public:
   CallImpl(UpstreamClient::Impl* client, UpstreamRequest req, UpstreamEvents ev)
-      : client_(client), strand_(asio::make_strand(client->ioc_)), req_(std::move(req)), ev_(std::move(ev)) {}
+      : client_(client),
+        strand_(asio::make_strand(client->ioc_)),
+        read_watch_(strand_),
+        req_(std::move(req)),
+        ev_(std::move(ev)) {}
 
   void Cancel() override {
     if (cancelled_.exchange(true)) return;
@@ -220,6 +225,8 @@ class CallImpl final : public UpstreamCall, public std::enable_shared_from_this<
 
   UpstreamClient::Impl* client_;
   asio::strand<asio::io_context::executor_type> strand_;
+  // The idle timeout of body reads (one timer per call, not one per read).
+  StallWatchdog read_watch_;
   UpstreamRequest req_;
   UpstreamEvents ev_;
   std::unique_ptr<Conn> conn_;  // strand only
@@ -360,6 +367,14 @@ asio::awaitable<UpstreamOutcome> CallImpl::Exchange() {
   out.head_received = true;
   if (ev_.on_head) ev_.on_head(head);
   char buf[16384];
+  conn_->Tcp().expires_never();
+  read_watch_.Start(weak_from_this(), req_.idle_timeout, [this] {
+    if (conn_) conn_->Close();
+  });
+  struct StopWatch {
+    StallWatchdog& w;
+    ~StopWatch() { w.Stop(); }
+  } stop_watch{read_watch_};
   while (!parser.is_done()) {
     if (cancelled_) {
       out.error = UpstreamError::kCancelled;
@@ -381,9 +396,11 @@ asio::awaitable<UpstreamOutcome> CallImpl::Exchange() {
     }
     parser.get().body().data = buf;
     parser.get().body().size = sizeof(buf);
-    Expire(req_.idle_timeout);
+    read_watch_.Begin(std::min(Clock::now() + req_.idle_timeout, req_.deadline));
     co_await conn_->Visit([&](auto& s) { return bhttp::async_read_some(s, buffer, parser, token()); });
+    read_watch_.End();
     if (ec == bhttp::error::need_buffer) ec = {};
+    if (ec && read_watch_.stalled()) ec = beast::error::timeout;
     const size_t n = sizeof(buf) - parser.get().body().size;
     if (n > 0 && ev_.on_body && !cancelled_) ev_.on_body(std::string_view(buf, n));
     if (ec) {

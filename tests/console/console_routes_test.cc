@@ -19,7 +19,7 @@ class CapturingWriter : public http::ResponseWriter {
   }
   bool BeginSse(http::Headers) override { return false; }
   bool SendSse(std::string_view) override { return false; }
-  bool SendSseRaw(std::string_view) override { return false; }
+  bool SendSseEvents(std::string_view) override { return false; }
   void EndSse() override {}
   void OnCancel(std::function<void()>) override {}
   bool cancelled() const override { return false; }

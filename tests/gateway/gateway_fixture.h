@@ -5,6 +5,8 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -87,6 +89,21 @@ class GatewayFixture : public ::testing::Test {
                               h);
     EXPECT_TRUE(r.ok()) << r.status().message();
     return r.ok() ? *r : http::ClientResponse{};
+  }
+  // A raw TCP connection to the gateway (a receive buffer of `rcvbuf` bytes
+  // when not 0), for what the blocking client cannot do; -1 on failure.
+  int ConnectRaw(int rcvbuf = 0) const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (rcvbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(gw_->port());
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
   }
   static std::string ErrorCode(const std::string& body) {
     auto j = nlohmann::json::parse(body, nullptr, false);

@@ -133,6 +133,23 @@ class RawUpstream {
 
 void Send(int fd, std::string_view s) { (void)::send(fd, s.data(), s.size(), MSG_NOSIGNAL); }
 
+// A streaming chat request for model "m" (Connection: close) on a raw socket.
+void SendStreamingChat(int fd) {
+  const std::string body = R"({"model":"m","stream":true,"messages":[]})";
+  Send(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nConnection: close\r\n"
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
+// An SSE response head and one chunked event {"i":0}, then `wait` before the connection closes.
+void SendOneEventThenWait(int fd, std::chrono::milliseconds wait) {
+  Send(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
+  const std::string ev = "data: {\"i\":0}\n\n";
+  char len[16];
+  std::snprintf(len, sizeof(len), "%zx\r\n", ev.size());
+  Send(fd, std::string(len) + ev + "\r\n");
+  std::this_thread::sleep_for(wait);
+}
+
 std::string ModelToml(const std::string& name, const std::vector<std::string>& urls, const std::string& policy) {
   std::string s = "[[models]]\nname = \"" + name + "\"\npolicy = \"" + policy +
                   "\"\n[[models.deployments]]\nversion = \"v1\"\n";
@@ -271,14 +288,7 @@ TEST_F(GatewayTest, DeadlineHeaderEndsTheStream) {
 }
 
 TEST_F(GatewayTest, MidStreamCloseEndsWithAnErrorEvent) {
-  RawUpstream cut([](int fd) {
-    Send(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
-    const std::string ev = "data: {\"i\":0}\n\n";
-    char len[16];
-    std::snprintf(len, sizeof(len), "%zx\r\n", ev.size());
-    Send(fd, std::string(len) + ev + "\r\n");
-    std::this_thread::sleep_for(50ms);
-  });
+  RawUpstream cut([](int fd) { SendOneEventThenWait(fd, 50ms); });
   StartGateway(ModelToml("m", {cut.url()}, "least_loaded"));
   std::vector<std::string> events;
   auto r = Chat("m", true, &events);
@@ -286,6 +296,20 @@ TEST_F(GatewayTest, MidStreamCloseEndsWithAnErrorEvent) {
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0], "{\"i\":0}");
   EXPECT_EQ(ErrorCode(events[1]), "upstream_error");
+}
+
+TEST_F(GatewayTest, IdleUpstreamMidStreamEndsWithATimeoutEvent) {
+  RawUpstream idle([](int fd) { SendOneEventThenWait(fd, 1500ms); });
+  StartGateway(ModelToml("m", {idle.url()}, "least_loaded"), "idle_timeout_ms = 300\n");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> events;
+  auto r = Chat("m", true, &events);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1400ms);
+  EXPECT_EQ(r.status, 200);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0], "{\"i\":0}");
+  EXPECT_EQ(ErrorCode(events[1]), "upstream_error");
+  EXPECT_NE(events[1].find("timed out"), std::string::npos) << events[1];
 }
 
 TEST_F(GatewayTest, ClientDisconnectCancelsTheUpstreamAtOnce) {
@@ -539,17 +563,9 @@ TEST_F(GatewayTest, SlowClientHoldsTheUpstreamBackInsteadOfQueueingItsStream) {
   StartGateway(ModelToml("m", {up.url()}, "least_loaded"));
   // A client with a small receive buffer that sends its request, then does
   // not read for a while.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  const int rcvbuf = 64 << 10;
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(gw_->port());
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  const std::string body = R"({"model":"m","stream":true,"messages":[]})";
-  Send(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nConnection: close\r\n"
-           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  const int fd = ConnectRaw(64 << 10);
+  ASSERT_GE(fd, 0);
+  SendStreamingChat(fd);
   uint64_t gateway_max = 0, upstream_max = 0;
   for (auto until = std::chrono::steady_clock::now() + 1500ms; std::chrono::steady_clock::now() < until;) {
     gateway_max = std::max(gateway_max, gw_->server_stats().queued_bytes);
@@ -577,6 +593,43 @@ TEST_F(GatewayTest, SlowClientHoldsTheUpstreamBackInsteadOfQueueingItsStream) {
   EXPECT_EQ(got.size(), want.size());
   EXPECT_TRUE(got == want) << "the stream differs from what the upstream sent";
   EXPECT_EQ(gw_->server_stats().queued_bytes, 0u);
+}
+
+TEST_F(GatewayTest, EventsOfOneUpstreamReadReachTheClientInOneChunk) {
+  // The whole stream arrives in one upstream read: it leaves in one chunk
+  // (not one per event), and its usage chunk is still read.
+  std::string events;
+  for (int i = 0; i < 8; ++i) events += "data: {\"i\":" + std::to_string(i) + "}\n\n";
+  events += R"(data: {"choices":[],"usage":{"prompt_tokens":9,"prompt_tokens_details":{"cached_tokens":4}}})";
+  events += "\n\ndata: [DONE]\n\n";
+  RawUpstream up([&](int fd) {
+    Send(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" + events);
+  });
+  StartGateway(ModelToml("m", {up.url()}, "least_loaded"));
+  const int fd = ConnectRaw();
+  ASSERT_GE(fd, 0);
+  SendStreamingChat(fd);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string raw;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) raw.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  const size_t head_end = raw.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << raw;
+  char size[16];
+  std::snprintf(size, sizeof(size), "%zx", events.size());
+  EXPECT_EQ(raw.substr(head_end + 4), std::string(size) + "\r\n" + events + "\r\n0\r\n\r\n");
+  ASSERT_TRUE(WaitIdle());
+  const std::string usage_line = "pagoda_gateway_reported_cached_tokens_total{replica=\"m-0\",deployment=\"m@v1\"} 4\n";
+  std::string m;
+  for (int i = 0; i < 200 && m.find(usage_line) == std::string::npos; ++i) {
+    auto page = client_->Send("GET", "/metrics");
+    ASSERT_TRUE(page.ok());
+    m = page->body;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_NE(m.find(usage_line), std::string::npos) << m;
 }
 
 }  // namespace

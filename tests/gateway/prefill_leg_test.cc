@@ -399,12 +399,8 @@ TEST_F(PrefillLegFlowTest, ClientLeavingDuringThePrefillLegCancelsIt) {
   Replica decode("decode", &order_);
   StartGateway(PdModel({{&hang, "p1", "prefill", ""}, {&decode, "d1", "decode", "127.0.0.1:7100"}}, 64,
                        /*timeout_ms=*/60000));
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(gw_->port());
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  const int fd = ConnectRaw();
+  ASSERT_GE(fd, 0);
   const std::string body = LongChat(false);
   const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;

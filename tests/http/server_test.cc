@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -50,6 +51,13 @@ class ServerTest : public ::testing::Test {
                  parked_.Add(std::move(w));
                }));
     router.Add("GET", "/drop", Handler([](const Request&, std::shared_ptr<ResponseWriter>) {}));
+    // A whole stream queued before the connection writes anything.
+    router.Add("GET", "/burst", Handler([](const Request&, std::shared_ptr<ResponseWriter> w) {
+                 w->SendSse("1");
+                 w->SendSse("2");
+                 w->SendSseEvents("event: e\ndata: 3\n\n: note\n\n");
+                 w->EndSse();
+               }));
     router.Add("GET", "/v1/secret", SyncHandler([](const Request&) { return Response::Json(200, "{}"); }));
     router.AddGuard("/v1/", [](const Request& r) { return RequireBearerToken(r, "sk-test"); });
     server_ = std::make_unique<Server>(options, std::move(router));
@@ -155,6 +163,45 @@ TEST_F(ServerTest, MultiLineSseDataIsSplitIntoDataLines) {
   parked_.writers[0]->EndSse();
   const std::string raw = s.ReadUntil("0\r\n\r\n");
   EXPECT_NE(raw.find("data: a\ndata: b\n\n"), std::string::npos) << raw;
+}
+
+TEST_F(ServerTest, EventsQueuedBeforeAWriteGoOutAsOneChunk) {
+  StartServer();
+  RawSocket s(port_);
+  ASSERT_TRUE(s.Send("GET /burst HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  const std::string raw = s.ReadAll();
+  const size_t body = raw.find("\r\n\r\n");
+  ASSERT_NE(body, std::string::npos) << raw;
+  const std::string events = "data: 1\n\ndata: 2\n\nevent: e\ndata: 3\n\n: note\n\n";
+  char size[16];
+  std::snprintf(size, sizeof(size), "%zx", events.size());
+  EXPECT_EQ(raw.substr(body + 4), std::string(size) + "\r\n" + events + "\r\n0\r\n\r\n");
+  EXPECT_EQ(server_->stats().queued_bytes, 0u);
+}
+
+TEST_F(ServerTest, StalledClientIsCutOffAtWriteTimeout) {
+  ServerOptions o;
+  o.write_timeout = 300ms;
+  StartServer(o);
+  std::promise<void> cancelled;
+  std::atomic<bool> stop{false};
+  RawSocket s(port_);  // sends the request, then never reads
+  ASSERT_TRUE(s.Send("POST /park HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"));
+  ASSERT_TRUE(parked_.WaitFor(1));
+  auto w = parked_.writers[0];
+  w->OnCancel([&] {
+    stop = true;
+    cancelled.set_value();
+  });
+  std::thread engine([&] {
+    const std::string pad(16 << 10, 'p');
+    while (!stop && w->SendSse(pad)) std::this_thread::sleep_for(1ms);
+  });
+  // The socket buffers fill within ~0.5 s; the stalled write then ends the stream.
+  EXPECT_EQ(cancelled.get_future().wait_for(10s), std::future_status::ready);
+  stop = true;
+  engine.join();
+  EXPECT_FALSE(w->SendSse("late"));
 }
 
 TEST_F(ServerTest, DisconnectFiresCancellationWhileWaiting) {
