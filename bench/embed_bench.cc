@@ -53,16 +53,11 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "--requests, --reps, --threads >= 1, --tokens >= 2, --max-batch-tokens >= --tokens\n");
     return 2;
   }
-  RandomModelSpec spec;  // bert-base
-  spec.arch = "bert";
-  spec.n_embd = 768;
-  spec.n_layer = 12;
-  spec.n_head = 12;
-  spec.n_head_kv = 12;
-  spec.n_ff = 3072;
-  spec.n_vocab = 30522;
-  spec.n_ctx = 512;
-  spec.pooling_type = 2;  // CLS
+  RandomModelSpec spec;
+  if (Status st = ApplyRandomModelPreset("bert-base", spec); !st.ok()) {  // CLS pooling
+    std::fprintf(stderr, "%s\n", st.ToString().c_str());
+    return 1;
+  }
   spec.weight_type = type == "q8_0" ? DType::kQ8_0 : type == "f32" ? DType::kF32 : DType::kF16;
   spec.seed = 3;
   if (model_path.empty()) {
