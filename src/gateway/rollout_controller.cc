@@ -233,16 +233,16 @@ void RolloutController::WatchStep(Rollout& r, const Deployment& to, Clock::time_
                    sick.empty() ? "" : "replica " + sick + " " + why},
       RolloutCheck{"error_rate", rate <= r.spec.max_error_rate, rate, r.spec.max_error_rate,
                    std::to_string(failed) + " failed of " + std::to_string(routed) + " routed"}};
-  if (!sick.empty()) {
-    return End(r, RolloutState::kRolledBack,
-               "health check failed at step " + std::to_string(r.step) + ": replica " + sick + " " + why, now);
-  }
+  // Every failing check is named: a replica whose circuit opened on failed
+  // requests usually fails the error-rate check in the same tick too.
+  std::string reason;
+  if (!sick.empty()) reason = "health check failed at step " + std::to_string(r.step) + ": replica " + sick + " " + why;
   if (rate > r.spec.max_error_rate) {
-    return End(r, RolloutState::kRolledBack,
-               "error rate " + Percent(rate) + " (" + std::to_string(failed) + " of " + std::to_string(routed) +
-                   ") above " + Percent(r.spec.max_error_rate) + " at step " + std::to_string(r.step),
-               now);
+    if (!reason.empty()) reason += "; ";
+    reason += "error rate " + Percent(rate) + " (" + std::to_string(failed) + " of " + std::to_string(routed) +
+              ") above " + Percent(r.spec.max_error_rate) + " at step " + std::to_string(r.step);
   }
+  if (!reason.empty()) return End(r, RolloutState::kRolledBack, std::move(reason), now);
   if (now - r.step_started < r.spec.step_interval) return;
   if (r.step < r.spec.steps.size()) return EnterStep(r, r.step + 1, now);
   // The last step (100%) held for its window: the new version becomes current.
