@@ -149,6 +149,19 @@ async function raw(gw, apiKey, body) {
 
 // Starts a burst when at least `needMs` remain in the current fixed minute
 // window (the counters' windows are aligned to the epoch).
+// Until the gateway's replicas report no active request (15 s at most).
+async function untilIdle(gw) {
+  const end = Date.now() + 15000;
+  while (Date.now() < end) {
+    const text = await (await fetch(`${gw.base}/metrics`)).text();
+    const active = [...text.matchAll(/^pagoda_gateway_replica_active_requests\{[^}]*\} (\S+)$/gm)]
+      .reduce((n, m) => n + Number(m[1]), 0);
+    if (active === 0) break;
+    await sleep(50);
+  }
+  await sleep(100);
+}
+
 async function awaitWindow(needMs) {
   const left = 60000 - (Date.now() % 60000);
   if (left < needMs) await sleep(left + 200);
@@ -262,7 +275,10 @@ test('limits: token reservations settle to real usage for completed, failed and 
     chunks = (buf.match(/"choices"/g) ?? []).length;
   }
   ctl.abort();
-  await sleep(500);
+  // The reservation settles when the gateway sees the stream end; on a loaded
+  // machine that can take longer than a fixed pause: wait until gwB has no
+  // request in flight.
+  await untilIdle(gwB);
   // 3: failed (a prompt longer than the context: the replica answers 400 after admission).
   const failed = await raw(gwA, k, body('word '.repeat(5000), { max_tokens: 5 }));
   assert.equal(failed.status, 400, failed.text);

@@ -121,18 +121,10 @@ test('per-phase precision: Q8_0 prefill feeding Q4_0 decode weights with FP8 KV'
   // Exact identity needs every kernel to give a token's row the same bits at
   // any token count: the decode replica recomputes the prompt's partial last
   // block (a few tokens) that the colocated one computed inside the whole
-  // prompt. The AVX2 and scalar kernels are batch-invariant for every type;
-  // AVX-512's Q8_0 switches from its GEMV to the int8 panel at 24 tokens with
-  // different rounding (docs/PERFORMANCE.md, "Row invariance of the matmul
-  // kernels"; issue 12). So these servers run the AVX2 kernels
-  // (PAGODA_ISA only lowers the choice: a no-op on an AVX2 machine).
-  const savedIsa = process.env.PAGODA_ISA;
-  process.env.PAGODA_ISA = 'avx2';
-  try {
-    await perPhasePrecision();
-  } finally {
-    if (savedIsa === undefined) delete process.env.PAGODA_ISA; else process.env.PAGODA_ISA = savedIsa;
-  }
+  // prompt. Every ISA's kernels are batch-invariant for every type
+  // (tests/kernels/matmul_batch_invariance_test.cc), so this runs on the
+  // machine's own kernels.
+  await perPhasePrecision();
 });
 
 async function perPhasePrecision() {

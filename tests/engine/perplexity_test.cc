@@ -168,8 +168,9 @@ TEST_P(KvDtypeRandomModelTest, FollowsF16) {
   // 0.86..0.90; docs/PERFORMANCE.md). The bounds sit just outside the
   // measured values, as a regression guard; they hold on every ISA (the
   // weights' kernels round differently per ISA: on AVX2 bf16 MQA measured
-  // +1.06 %, FP8 up to +137 %).
-  ExpectWithinBounds(acc, {{KvType::kBf16, 0.015, 0.965}, {KvType::kFp8E4M3, 1.6, 0.6}, {KvType::kInt8, 0.13, 0.84}});
+  // +1.06 %, FP8 up to +137 %; on AVX-512, whose F16 weights run bf16
+  // products at every batch size since session 17, int8 MQA +13.7 %).
+  ExpectWithinBounds(acc, {{KvType::kBf16, 0.015, 0.965}, {KvType::kFp8E4M3, 1.6, 0.6}, {KvType::kInt8, 0.16, 0.84}});
   std::filesystem::remove(path);
 }
 

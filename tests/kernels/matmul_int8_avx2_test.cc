@@ -1,7 +1,6 @@
 // The AVX2 int8 panel (src/kernels/cpu/matmul_int8_avx2.cc) against the
-// scalar reference, and batch invariance of every weight type on AVX2: a
-// token's output row must not depend, bitwise, on how many tokens share the
-// call (the server's batch- and cache-invariance rests on it).
+// scalar reference, and its fused small-batch kernel bitwise against it
+// (batch invariance of every ISA: matmul_batch_invariance_test.cc).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -108,50 +107,6 @@ TEST(MatMulInt8Avx2Test, FusedKernelMatchesPanelBitwise) {
     }
   }
 }
-
-// Bitwise batch invariance on AVX2 (BatchPath::kAuto): token t's row of y is
-// the same whatever n_tokens the call has, for every weight type, for row
-// counts that leave partial groups and chunks, and with two threads (the
-// rows are shared out differently for different token counts).
-class MatMulBatchInvarianceAvx2Test : public ::testing::TestWithParam<DType> {};
-
-TEST_P(MatMulBatchInvarianceAvx2Test, RowDoesNotDependOnTokenCount) {
-  if (!HasAvx2()) GTEST_SKIP() << "no AVX2";
-  const DType type = GetParam();
-  const int64_t block = GetDTypeInfo(type).block_size;
-  // F32/F16/BF16: a width with a tail after the 8-wide loop.
-  const int64_t n_in = block == 256 ? 512 : block == 32 ? 256 : 260;
-  const int64_t n_out = 100;
-  const int64_t kMax = 512;
-  std::vector<uint8_t> storage;
-  const TensorView w = MakeWeight(type, n_out, n_in, 5, storage);
-  const std::vector<float> x = RandomActs(kMax, n_in, 9);
-  ThreadPool pool(2);
-  IsaGuard isa(Isa::kAvx2);
-  BatchPathGuard path(BatchPath::kAuto);
-  std::vector<float> want(kMax * n_out, NAN);
-  MatMul(w, x.data(), kMax, want.data(), pool);
-  for (const int64_t n_tokens : {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17, 31, 64, 67, 100}) {
-    std::vector<float> got(n_tokens * n_out, NAN);
-    MatMul(w, x.data(), n_tokens, got.data(), pool);
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      ASSERT_EQ(0, std::memcmp(got.data() + t * n_out, want.data() + t * n_out, n_out * sizeof(float)))
-          << DTypeName(type) << ": token " << t << " of " << n_tokens << " differs from the same token of " << kMax;
-    }
-  }
-  // A token's row also does not depend on its position in the batch.
-  std::vector<float> one(n_out, NAN);
-  for (const int64_t t : {int64_t{0}, int64_t{5}, int64_t{63}, kMax - 1}) {
-    MatMul(w, x.data() + t * n_in, 1, one.data(), pool);
-    ASSERT_EQ(0, std::memcmp(one.data(), want.data() + t * n_out, n_out * sizeof(float)))
-        << DTypeName(type) << ": token " << t << " alone differs from it in a batch of " << kMax;
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(AllTypes, MatMulBatchInvarianceAvx2Test,
-                         ::testing::Values(DType::kQ4_0, DType::kQ8_0, DType::kQ4_1, DType::kQ5_0, DType::kQ4_K,
-                                           DType::kQ5_K, DType::kQ6_K, DType::kF32, DType::kF16, DType::kBF16),
-                         [](const ::testing::TestParamInfo<DType>& info) { return std::string(DTypeName(info.param)); });
 
 }  // namespace
 }  // namespace pagoda::kernels

@@ -73,13 +73,18 @@ TEST_F(PlanNameTest, Avx2GemvForDecodePanelForBatches) {
 
 TEST_F(PlanNameTest, Avx512PackedQ4_0AndOverrides) {
   if (!Use(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512 VNNI/BF16";
-  EXPECT_STREQ(PlanName(DType::kQ4_0, 1, false), "avx512/vnni-gemv");
+  EXPECT_STREQ(PlanName(DType::kQ4_0, 1, false), "avx512/int8-fused-gemv");
   EXPECT_STREQ(PlanName(DType::kQ4_0, 512, false), "avx512/int8-panel");
   EXPECT_STREQ(PlanName(DType::kQ4_0, 1, true), "avx512/packed-gemv");
   EXPECT_STREQ(PlanName(DType::kQ4_0, 512, true), "avx512/packed-panel");
   EXPECT_STREQ(PlanName(DType::kQ8_0, 512, true), "avx512/int8-panel");  // no packed layout for Q8_0
-  EXPECT_STREQ(PlanName(DType::kQ6_K, 1, false), "avx512/q8k-gemv");
+  EXPECT_STREQ(PlanName(DType::kQ6_K, 1, false), "avx512/int8-fused-gemv");
+  EXPECT_STREQ(PlanName(DType::kF16, 1, false), "avx512/bf16-gemv");
   EXPECT_STREQ(PlanName(DType::kF16, 512, false), "avx512/dequant-bf16-gemm");
+  SetBatchPathForTesting(BatchPath::kLegacy);  // the GEMV tiles from before the fused kernels
+  EXPECT_STREQ(PlanName(DType::kQ4_0, 1, false), "avx512/vnni-gemv");
+  EXPECT_STREQ(PlanName(DType::kQ6_K, 1, false), "avx512/q8k-gemv");
+  EXPECT_STREQ(PlanName(DType::kF16, 1, false), "avx512/wide-gemv");
   SetBatchPathForTesting(BatchPath::kGemm);  // does not read packed weights
   EXPECT_STREQ(PlanName(DType::kQ4_0, 512, true), "avx512/dequant-bf16-gemm");
 }

@@ -200,22 +200,23 @@ TEST_F(EncoderModelTest, ReportsEncoderTraits) {
 
 TEST_F(EncoderModelTest, SequenceRowsAreTheSameAloneAndInAnyBatchBitwise) {
   // max_batch_tokens 16 (scratch still holds one whole 48-position sequence):
-  // the mixed batch runs as several micro-batches. F32 weights: every ISA's
-  // F32 matmul gives a row the same bits at any token count, while AVX-512's
-  // F16/BF16 kernels switch arithmetic at 8 tokens (docs/PERFORMANCE.md,
-  // "Row invariance of the matmul kernels"; issue 12).
-  const std::string f32 = WriteModel(BertSpec(DType::kF32, /*cls*/ 2, 0), "embed-f32");
-  Loaded l = Load(f32, 16);
-  const std::vector<std::vector<int32_t>> seqs = {Tokens(9, 4), Tokens(5, 5), Tokens(17, 6), Tokens(40, 7),
-                                                  Tokens(1, 8)};
-  const auto mixed = RunInterleaved(l, seqs, 3);
-  for (size_t s = 0; s < seqs.size(); ++s) {
-    const auto alone = RunInterleaved(l, {seqs[s]}, 0);
-    ASSERT_EQ(alone[0].size(), mixed[s].size());
-    EXPECT_EQ(std::memcmp(alone[0].data(), mixed[s].data(), alone[0].size() * sizeof(float)), 0)
-        << "sequence " << s << " differs alone and in a batch";
+  // the mixed batch runs as several micro-batches. Every ISA's matmul gives a
+  // row the same bits at any token count, for every weight type
+  // (tests/kernels/matmul_batch_invariance_test.cc).
+  for (const DType type : {DType::kF32, DType::kF16, DType::kQ8_0}) {
+    const std::string path = WriteModel(BertSpec(type, /*cls*/ 2, 0), std::string("embed-") + DTypeName(type));
+    Loaded l = Load(path, 16);
+    const std::vector<std::vector<int32_t>> seqs = {Tokens(9, 4), Tokens(5, 5), Tokens(17, 6), Tokens(40, 7),
+                                                    Tokens(1, 8)};
+    const auto mixed = RunInterleaved(l, seqs, 3);
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      const auto alone = RunInterleaved(l, {seqs[s]}, 0);
+      ASSERT_EQ(alone[0].size(), mixed[s].size());
+      EXPECT_EQ(std::memcmp(alone[0].data(), mixed[s].data(), alone[0].size() * sizeof(float)), 0)
+          << DTypeName(type) << ": sequence " << s << " differs alone and in a batch";
+    }
+    std::filesystem::remove(path);
   }
-  std::filesystem::remove(f32);
 }
 
 TEST_F(EncoderModelTest, WritesOnlyTheRowsThatWantHidden) {

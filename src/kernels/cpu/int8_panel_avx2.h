@@ -118,14 +118,6 @@ inline void PrefetchNextGroup(const uint8_t* w, int64_t ws, int64_t b, bool to_l
   }
 }
 
-// The rows [r0, n_rows) (< 8 of them) as 8 full rows of row_bytes, zero
-// padded (zero blocks: levels 0, scale 0, so the missing rows come out 0).
-inline std::vector<uint8_t> PadGroup(const uint8_t* w, int64_t ws, int64_t r0, int64_t n_rows, int64_t row_bytes) {
-  std::vector<uint8_t> pad(8 * row_bytes, 0);
-  for (int64_t r = r0; r < n_rows; ++r) std::memcpy(pad.data() + (r - r0) * row_bytes, w + r * ws, row_bytes);
-  return pad;
-}
-
 // A panel of rows [0, n_rows): pack_group(rows, stride, out) for each group of
 // 8 rows, group_bytes apart; a partial last group reads a PadGroup copy.
 template <class PackGroupFn>
@@ -135,7 +127,7 @@ inline void PackGroupsOf8(const uint8_t* w, int64_t ws, int64_t n_rows, int64_t 
   int64_t r0 = 0;
   for (; r0 + 8 <= n_rows; r0 += 8, o += group_bytes) pack_group(w + r0 * ws, ws, o);
   if (r0 < n_rows) {
-    const std::vector<uint8_t> pad = PadGroup(w, ws, r0, n_rows, raw_row_bytes);
+    const std::vector<uint8_t> pad = PadGroup<8>(w, ws, r0, n_rows, raw_row_bytes);
     pack_group(pad.data(), raw_row_bytes, o);
   }
 }
@@ -163,24 +155,6 @@ inline __m256i ReduceRows8(const __m256i* v) {
   const __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
   const __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
   return _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
-}
-
-// A fused kernel K (K::Run<1, T> over one group of 8 raw weight rows, stride
-// ws) over rows [0, n_rows), kT tokens at a time; a partial last group reads
-// a zero-padded copy (row_bytes: the bytes of one raw row).
-template <class K, int kT>
-void FusedGroupLoop(const uint8_t* w, int64_t ws, int64_t n_rows, int64_t row_bytes, const uint8_t* act, int64_t as,
-                    int64_t n_tok, int64_t n_in, float* y, int64_t ldy) {
-  const int64_t full = n_rows / 8 * 8;
-  std::vector<uint8_t> pad;
-  if (full < n_rows) pad = PadGroup(w, ws, full, n_rows, row_bytes);
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kT) {
-    const int nt = static_cast<int>(std::min<int64_t>(kT, n_tok - t0));
-    const uint8_t* at = act + t0 * as;
-    float* yt = y + t0 * ldy;
-    for (int64_t r = 0; r < full; r += 8) RunGroupTok<K, 1, kT>(nt, w + r * ws, ws, 8, at, as, n_in, yt + r, ldy);
-    if (full < n_rows) RunGroupTok<K, 1, kT>(nt, pad.data(), row_bytes, n_rows - full, at, as, n_in, yt + full, ldy);
-  }
 }
 
 }  // namespace

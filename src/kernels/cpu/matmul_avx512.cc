@@ -1,18 +1,29 @@
 // AVX-512 MatMul plans (F, BW, DQ, VL, VNNI, BF16).
 //
+// Every kAuto choice here is batch invariant: a token's output row is
+// bitwise the same whatever n_tokens the call has (the server's batch- and
+// cache-invariance rest on it; tests/kernels/matmul_batch_invariance_test.cc).
+//
 // Quantized weights choose by batch size (BatchPath::kAuto, see ChooseQuant):
-//  * n_tokens < PanelMinTokens(type) (12 for Q4_0, 24 for Q8_0, 16 for the
-//    rest): the int8 GEMV register tiles below (decode, small batches).
+//  * n_tokens < PanelMinTokens(type) (8 for Q6_K, 12 for Q4_0, 20 for Q4_K,
+//    24 for Q8_0, 16 for the rest): the fused kernels of
+//    matmul_int8_fused_avx512.cc (decode, small batches), reading the weight
+//    rows directly with the panel's integer sums and f32 fold.
 //  * from there on, prefill included: the int8 panel ("small GEMM",
 //    matmul_int8_avx512.cc): each 64-row chunk is repacked once per call into
 //    16-row-interleaved s8 levels and every token reuses it (vpdpbusd, a
 //    2 x 16-row by 4-token register tile). Error: activation Q8 rounding
-//    only, as for decode.
+//    only (per 32-block), as for decode. Both are bitwise the AVX2 int8
+//    panel's results too (the same integer sums and fold).
 //  The bf16 GEMM below is used for quantized weights only when forced
 //  (BatchPath::kGemm / kLegacy); it was 1.4-2.1x slower than the panel at
-//  16..256 tokens. F32/F16/BF16 weights keep the wide / bf16 GEMM choice.
+//  16..256 tokens.
+//  F32: the wide f32 GEMV tiles at every batch size. F16/BF16: bf16 products
+//  at every batch size: the bf16 GEMM from kGemmMinTokens, below it the
+//  same chain read from the weight rows (bf16-gemv), so both agree bitwise.
 //
-//  GEMV tiles (quantized, small n; F32/F16/BF16 below kGemmMinTokens):
+// Kept for A/B runs (BatchPath::kLegacy, the choice before the fused kernels):
+//  GEMV tiles (quantized, small n; F32 always, F16/BF16 below kGemmMinTokens):
 //   * Q4_0/Q5_0/Q8_0: activations -> signed Q8 (per 32-block max-abs),
 //     weights as unsigned bytes, int8 dot with vpdpbusd; the weight offset
 //     is removed by starting each block's accumulator at -off * sum(q_x).
@@ -44,18 +55,22 @@
 namespace pagoda::kernels::internal {
 namespace {
 
-// Quantized weights (BatchPath::kAuto): the int8 GEMV tiles below
-// PanelMinTokens(type), the int8 panel from there on. Crossovers measured as
-// thread CPU time on one thread (docs/PERFORMANCE.md, "Batched decode
-// kernel"): the panel's per-call repack costs about 1-2 GEMV passes over the
-// weights and its per-token cost is ~2-3x lower. The bf16 GEMM is 1.4-2.1x
-// slower than the panel at 16..256 tokens, so kAuto no longer uses it for
-// quantized weights (BatchPath::kGemm still forces it).
+// Quantized weights (BatchPath::kAuto): the fused kernels below
+// PanelMinTokens(type), the int8 panel from there on; both are one
+// arithmetic, so the switch does not change a token's row. Crossovers
+// measured as wall time with two threads, fused / panel on the 2048x2048 and
+// 8192x2048 shapes (AMD EPYC Zen 5, docs/PERFORMANCE.md "AVX-512 fused
+// kernels"): the panel's per-call repack costs about 1-2 fused passes over
+// the weights and its per-token cost is ~2-3x lower. The bf16 GEMM is
+// 1.4-2.1x slower than the panel at 16..256 tokens, so kAuto does not use it
+// for quantized weights (BatchPath::kGemm still forces it).
 int64_t PanelMinTokens(DType type) {
   switch (type) {
-    case DType::kQ4_0: return 12;  // panel/GEMV 0.89x at 8, 1.3-1.6x at 12
-    case DType::kQ8_0: return 24;  // 0.86-1.04x at 16, 1.13-1.38x at 24
-    default: return 16;            // Q6_K 0.96-1.02x at 12, 1.06-1.19x at 16
+    case DType::kQ4_0: return 12;  // panel/fused 0.91-0.99x at 8, 1.24-1.30x at 12
+    case DType::kQ8_0: return 24;  // 0.92-0.99x at 16, 1.26-1.29x at 24
+    case DType::kQ4_K: return 20;  // 0.89-0.92x at 16, 1.14-1.22x at 24
+    case DType::kQ6_K: return 8;   // 0.62-0.64x at 4, 0.98-1.05x at 8, 1.29-1.43x at 12
+    default: return 16;            // Q5_K 0.97-1.12x at 16, 0.78-0.91x at 12
   }
 }
 // F32/F16/BF16: the wide f32 plans below this many tokens, GEMM from it.
@@ -449,6 +464,10 @@ void PackBf16(DType type, const uint8_t* w, int64_t ws, int64_t n_rows, int64_t 
   }
 }
 
+// vdpbf16ps register tile (R rows x T tokens) over 32-element chunks; Src
+// gives a row's chunk as bf16 (PanelBf16: the GEMM's packed panel; RowBf16:
+// the weight row rounded in registers, below).
+template <class Src>
 struct Bf16Kernel {
   template <int R, int T>
   static void Run(const uint8_t* w, int64_t ws, const uint8_t* act, int64_t as, int64_t n_in, float* y, int64_t ldy) {
@@ -458,7 +477,7 @@ struct Bf16Kernel {
     const int64_t kp = RoundUp(n_in, 32);
     for (int64_t k = 0; k < kp; k += 32) {
       __m512bh wv[R];
-      for (int r = 0; r < R; ++r) wv[r] = (__m512bh)_mm512_load_si512(w + r * ws + k * 2);
+      for (int r = 0; r < R; ++r) wv[r] = Src::Load(w + r * ws, k, n_in);
       for (int t = 0; t < T; ++t) {
         const __m512bh a = (__m512bh)_mm512_load_si512(act + t * as + k * 2);
         for (int r = 0; r < R; ++r) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], wv[r], a);
@@ -469,9 +488,52 @@ struct Bf16Kernel {
   }
 };
 
+struct PanelBf16 {
+  static __m512bh Load(const uint8_t* row, int64_t k, int64_t) { return (__m512bh)_mm512_load_si512(row + k * 2); }
+};
+
 void ComputeBf16(const uint8_t* w, int64_t ws, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
                  int64_t n_in, float* y, int64_t ldy) {
-  TileLoop<Bf16Kernel, 4, 6>(w, ws, n_rows, act, as, n_tok, n_in, y, ldy);
+  TileLoop<Bf16Kernel<PanelBf16>, 4, 6>(w, ws, n_rows, act, as, n_tok, n_in, y, ldy);
+}
+
+// F16 / BF16 rows read as they are (small batches): each 32-element chunk of
+// a row is rounded to bf16 in registers exactly as PackBf16 rounds it into
+// the GEMM's panel (F16 -> f32 exact, then round-to-nearest-even; the tail
+// zero), then the same Bf16Kernel chain and reduction as the GEMM: a row's
+// result is bitwise the GEMM's, whatever the batch size (batch invariance).
+template <DType kType>
+inline __m512bh RowBf16x32(const uint8_t* row, int64_t k, int64_t n_in) {
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(row) + k;
+  const int64_t n = n_in - k;
+  if constexpr (kType == DType::kBF16) {
+    if (n >= 32) return (__m512bh)_mm512_loadu_si512(h);
+    return (__m512bh)_mm512_maskz_loadu_epi16(static_cast<__mmask32>((1ull << n) - 1), h);
+  } else {
+    __m256i lo, hi;
+    if (n >= 32) {
+      lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h));
+      hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + 16));
+    } else {
+      lo = _mm256_maskz_loadu_epi16(TailMask16(std::min<int64_t>(n, 16)), h);
+      hi = n > 16 ? _mm256_maskz_loadu_epi16(TailMask16(n - 16), h + 16) : _mm256_setzero_si256();
+    }
+    return _mm512_cvtne2ps_pbh(_mm512_cvtph_ps(hi), _mm512_cvtph_ps(lo));
+  }
+}
+
+template <DType kType>
+struct RowBf16 {
+  static __m512bh Load(const uint8_t* row, int64_t k, int64_t n_in) {
+    _mm_prefetch(reinterpret_cast<const char*>(row) + 2 * k + 512, _MM_HINT_T0);
+    return RowBf16x32<kType>(row, k, n_in);
+  }
+};
+
+template <DType kType>
+void ComputeBf16Rows(const uint8_t* w, int64_t ws, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
+                     int64_t n_in, float* y, int64_t ldy) {
+  TileLoop<Bf16Kernel<RowBf16<kType>>, 4, 4>(w, ws, n_rows, act, as, n_tok, n_in, y, ldy);
 }
 
 // ---------------------------------------------------------------- plans
@@ -493,6 +555,10 @@ const Plan kVnniQ8_0 = {Q8Bytes, ConvertQ8<128>, nullptr, nullptr, ComputeVnni<D
                         "avx512/vnni-gemv"};
 const Plan kVnniQ4_1 = {Q8Bytes, ConvertQ8<-1>, nullptr, nullptr, ComputeVnni<DType::kQ4_1, -1>, kDecodeChunk,
                         "avx512/vnni-gemv"};
+const Plan kBf16RowsF16 = {Bf16Bytes, ConvertBf16, nullptr, nullptr, ComputeBf16Rows<DType::kF16>, kDecodeChunk,
+                           "avx512/bf16-gemv"};
+const Plan kBf16RowsBF16 = {Bf16Bytes, ConvertBf16, nullptr, nullptr, ComputeBf16Rows<DType::kBF16>, kDecodeChunk,
+                            "avx512/bf16-gemv"};
 const Plan kGemmBf16 = {Bf16Bytes, ConvertBf16, Bf16Bytes, PackBf16, ComputeBf16, kPanelChunk,
                          "avx512/dequant-bf16-gemm"};
 
@@ -517,11 +583,20 @@ const Plan* Avx512Plan(DType type, int64_t n_tokens, BatchPath path) {
   if (qk == QuantKernel::kPanel) {
     if (const Plan* p = Avx512Int8PanelPlan(type)) return p;
   }
+  // Small batches (kAuto, kGemv): the fused kernels, whose integer block
+  // sums and f32 fold are the panel's, so a token's row is bitwise the same
+  // on either side of PanelMinTokens (batch invariance). The VNNI GEMV tiles
+  // below fold in their own order; only kLegacy still picks them.
+  if (qk == QuantKernel::kGemv && path != BatchPath::kLegacy) {
+    if (const Plan* p = Avx512Int8FusedPlan(type)) return p;
+  }
   const bool gemm = qk == QuantKernel::kGemm;
   switch (type) {
     case DType::kF32: return &kWideF32;
-    case DType::kF16: return wide_gemm ? &kGemmBf16 : &kWideF16;
-    case DType::kBF16: return wide_gemm ? &kGemmBf16 : &kWideBF16;
+    // F16/BF16: bf16 products at every batch size (batch invariance); the
+    // f32 wide GEMV (exact products) only for kLegacy A/B runs.
+    case DType::kF16: return wide_gemm ? &kGemmBf16 : path == BatchPath::kLegacy ? &kWideF16 : &kBf16RowsF16;
+    case DType::kBF16: return wide_gemm ? &kGemmBf16 : path == BatchPath::kLegacy ? &kWideBF16 : &kBf16RowsBF16;
     case DType::kQ4_0: return gemm ? &kGemmBf16 : &kVnniQ4_0;
     case DType::kQ5_0: return gemm ? &kGemmBf16 : &kVnniQ5_0;
     case DType::kQ8_0: return gemm ? &kGemmBf16 : &kVnniQ8_0;

@@ -402,7 +402,7 @@ template <DType kType, int kT>
 void ComputeFused(const uint8_t* w, int64_t ws, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
                   int64_t n_in, float* y, int64_t ldy) {
   using K = std::conditional_t<Traits<kType>::kNib, FusedKernel<kType>, FusedRowsKernel<kType>>;
-  FusedGroupLoop<K, kT>(w, ws, n_rows, RawRowBytes<kType>(n_in), act, as, n_tok, n_in, y, ldy);
+  FusedGroupLoop<K, 8, kT>(w, ws, n_rows, RawRowBytes<kType>(n_in), act, as, n_tok, n_in, y, ldy);
 }
 
 // ---------------------------------------------------------------- plans

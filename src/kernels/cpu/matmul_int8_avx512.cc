@@ -28,6 +28,7 @@
 #include <memory>
 
 #include "base/check.h"
+#include "kernels/cpu/int8_panel_avx512.h"
 #include "kernels/cpu/matmul_internal.h"
 #include "kernels/cpu/matmul_tile_loop.h"
 #include "tensor/blocks.h"
@@ -35,24 +36,11 @@
 namespace pagoda::kernels::internal {
 namespace {
 
-inline int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
-
 // ---------------------------------------------------------------- activations
+//
+// RoundUp, QuantBlock32 and the signed layout (ConvertS8): int8_panel_avx512.h.
 
 int64_t U8ActBytes(int64_t n_in) { return RoundUp(n_in + n_in / 32 * 8, 64); }
-
-// Rounds the 32 values at x to q = round(x / d), d = amax / 127 (|q| <= 127),
-// in two vectors of 16 int32; returns d.
-inline float QuantBlock32(const float* x, __m512i* i0, __m512i* i1) {
-  const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
-  const float m = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
-  const float d = m / 127.0f;
-  const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
-  *i0 = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(x0, id)), hi), lo);
-  *i1 = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(x1, id)), hi), lo);
-  return d;
-}
 
 void ConvertU8(const float* x, int64_t n_in, void* dst) {
   uint8_t* qs = static_cast<uint8_t*>(dst);
@@ -68,24 +56,6 @@ void ConvertU8(const float* x, int64_t n_in, void* dst) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b + 16), _mm512_cvtepi32_epi8(_mm512_add_epi32(i1, k128)));
     dv[b] = d;
     xs[b] = d * static_cast<float>(sum);
-  }
-  std::memset(qs + n_in + 8 * nb, 0, U8ActBytes(n_in) - n_in - 8 * nb);
-}
-
-// The same activations as signed bytes, for the pre-packed Q4_0 plan (its
-// weights are the unsigned operand): s8 q[n_in], f32 d[n_in / 32], i32
-// sum[n_in / 32] (sum of q over the block). Same rounding as ConvertU8.
-void ConvertS8(const float* x, int64_t n_in, void* dst) {
-  int8_t* qs = static_cast<int8_t*>(dst);
-  const int64_t nb = n_in / 32;
-  float* dv = reinterpret_cast<float*>(qs + n_in);
-  int32_t* sums = reinterpret_cast<int32_t*>(dv + nb);
-  for (int64_t b = 0; b < nb; ++b) {
-    __m512i i0, i1;
-    dv[b] = QuantBlock32(x + 32 * b, &i0, &i1);
-    sums[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b), _mm512_cvtepi32_epi8(i0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b + 16), _mm512_cvtepi32_epi8(i1));
   }
   std::memset(qs + n_in + 8 * nb, 0, U8ActBytes(n_in) - n_in - 8 * nb);
 }
@@ -113,7 +83,7 @@ template <>
 struct Unpack<DType::kQ4_0> {
   static constexpr int kSuper = 32, kB = 32;
   static constexpr int64_t kBytes = sizeof(BlockQ4_0);
-  static constexpr bool kMin = false;
+  static constexpr bool kMin = false, kPair = false;
   static void Row(const uint8_t* p, int8_t* lv, float* dw, float*) {
     const auto* b = reinterpret_cast<const BlockQ4_0*>(p);
     Store32(lv, _mm256_sub_epi8(Nibbles32(b->qs), _mm256_set1_epi8(8)));
@@ -125,7 +95,7 @@ template <>
 struct Unpack<DType::kQ4_1> {
   static constexpr int kSuper = 32, kB = 32;
   static constexpr int64_t kBytes = sizeof(BlockQ4_1);
-  static constexpr bool kMin = true;
+  static constexpr bool kMin = true, kPair = false;
   static void Row(const uint8_t* p, int8_t* lv, float* dw, float* mw) {
     const auto* b = reinterpret_cast<const BlockQ4_1*>(p);
     Store32(lv, Nibbles32(b->qs));
@@ -138,7 +108,7 @@ template <>
 struct Unpack<DType::kQ5_0> {
   static constexpr int kSuper = 32, kB = 32;
   static constexpr int64_t kBytes = sizeof(BlockQ5_0);
-  static constexpr bool kMin = false;
+  static constexpr bool kMin = false, kPair = false;
   static void Row(const uint8_t* p, int8_t* lv, float* dw, float*) {
     const auto* b = reinterpret_cast<const BlockQ5_0*>(p);
     uint32_t qh;
@@ -154,7 +124,7 @@ template <>
 struct Unpack<DType::kQ8_0> {
   static constexpr int kSuper = 32, kB = 32;
   static constexpr int64_t kBytes = sizeof(BlockQ8_0);
-  static constexpr bool kMin = false;
+  static constexpr bool kMin = false, kPair = false;
   static void Row(const uint8_t* p, int8_t* lv, float* dw, float*) {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
     std::memcpy(lv, b->qs, 32);
@@ -179,7 +149,7 @@ template <bool kQ5>
 struct UnpackK4 {
   static constexpr int kSuper = 256, kB = 32;
   static constexpr int64_t kBytes = kQ5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
-  static constexpr bool kMin = true;
+  static constexpr bool kMin = true, kPair = false;
   static void Row(const uint8_t* p, int8_t* lv, float* dw, float* mw) {
     using Block = std::conditional_t<kQ5, BlockQ5_K, BlockQ4_K>;
     const auto* b = reinterpret_cast<const Block*>(p);
@@ -204,7 +174,7 @@ struct UnpackK4 {
       int sc, m;
       ScaleMinK4(j, b->scales, &sc, &m);
       dw[j] = d * static_cast<float>(sc);
-      mw[j] = -dmin * static_cast<float>(m);
+      mw[j] = (0.0f - dmin) * static_cast<float>(m);  // as the AVX2 panel (K4Scales)
     }
   }
 };
@@ -221,8 +191,8 @@ template <>
 struct Unpack<DType::kQ6_K> {
   static constexpr int kSuper = 256, kB = 16;
   static constexpr int64_t kBytes = sizeof(BlockQ6_K);
-  static constexpr bool kMin = false;
-  static void Row(const uint8_t* p, int8_t* lv, float* dw, float*) {
+  static constexpr bool kMin = false, kPair = true;
+  static void Row(const uint8_t* p, int8_t* lv, float* dw, float* mw) {
     const auto* b = reinterpret_cast<const BlockQ6_K*>(p);
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), k32 = _mm256_set1_epi8(32);
     for (int n = 0; n < 2; ++n) {
@@ -241,7 +211,10 @@ struct Unpack<DType::kQ6_K> {
       Store32(o + 96, _mm256_sub_epi8(q4, k32));
     }
     const float d = H2F(b->d);
-    for (int j = 0; j < 16; ++j) dw[j] = d * static_cast<float>(b->scales[j]);
+    for (int j = 0; j < 16; ++j) {
+      dw[j] = static_cast<float>(b->scales[j]);  // exact
+      mw[j] = d;
+    }
   }
 };
 
@@ -325,15 +298,6 @@ inline void StoreBlock(const __m512i* q, __m512 dw, uint8_t* o) {
   _mm512_store_ps(o + L::kDw, dw);
 }
 
-// The fp16 scales at byte 0 of the blocks at p + r * ws, r < 16 (reads 4
-// bytes of each block).
-inline __m512 GatherScales(const uint8_t* p, int64_t ws) {
-  const __m512i off = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                         _mm512_set1_epi32(static_cast<int>(ws)));
-  const __m512i v = _mm512_i32gather_epi32(off, p, 1);
-  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
-}
-
 // Four Q4_0 nibble vectors (dword q of 16 rows' qs) -> the eight s8 level
 // vectors of the panel: low nibbles (elements 4q..) then high (16+4q..), - 8.
 inline void SplitQ4_0Nibbles(const __m512i* v, __m512i* q) {
@@ -371,7 +335,7 @@ void PackDirect(const uint8_t* w, int64_t ws, int64_t n_in, uint8_t* o) {
 template <DType kType>
 void PackPanel(DType, const uint8_t* w, int64_t ws, int64_t n_rows, int64_t n_in, void* dst) {
   using U = Unpack<kType>;
-  using L = PanelLayout<U::kB, U::kMin>;
+  using L = PanelLayout<U::kB, U::kMin || U::kPair>;
   constexpr int kSub = U::kSuper / U::kB;
   const int64_t n_super = n_in / U::kSuper;
   const int64_t group_bytes = L::RowBytes(n_in) * 16;
@@ -410,7 +374,7 @@ void PackPanel(DType, const uint8_t* w, int64_t ws, int64_t n_rows, int64_t n_in
         _mm512_store_si512(o + L::kNegW, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7)));
         float* d = reinterpret_cast<float*>(o + L::kDw);
         for (int r = 0; r < 16; ++r) d[r] = dw[r][j];
-        if constexpr (U::kMin) {
+        if constexpr (U::kMin || U::kPair) {
           float* m = reinterpret_cast<float*>(o + L::kMw);
           for (int r = 0; r < 16; ++r) m[r] = mw[r][j];
         }
@@ -486,17 +450,22 @@ void UnpackPackedQ4_0(DType, const uint8_t* p, int64_t ps, int64_t n_rows, int64
 //
 // Register tile: G groups of 16 rows x T tokens; per block, G*T int32
 // accumulators start at negw and take kB/4 vpdpbusd each, then fold into
-// G*T f32 accumulators.
-template <int kB, bool kMin>
+// G*T f32 accumulators. kPair (Q6_K, 16-element blocks): the blocks of a
+// 32-block b fold as one, the AVX2 panel's arithmetic (matmul_int8_kquant_
+// avx2.cc), so that both ISAs give bitwise the same rows:
+//   f = fma(float(s_2b+1), sc_2b+1, float(s_2b) * sc_2b)   (= float(isum_b), exact: |isum_b| < 2^24)
+//   acc = fma(f, d * dx_b, acc)
+// with the panel's dw slot holding float(sc_j) and its mw slot d.
+template <int kB, bool kMin, bool kPair>
 struct PanelKernel {
-  using L = PanelLayout<kB, kMin>;
+  using L = PanelLayout<kB, kMin || kPair>;
   template <int G, int T>
   static void Run(const uint8_t* p, int64_t gs, int64_t rows_left, const uint8_t* act, int64_t as, int64_t n_in,
                   float* y, int64_t ldy) {
     const int64_t nb = n_in / kB, nb32 = n_in / 32;
-    __m512 acc[G][T];
+    __m512 acc[G][T], f[G][T];
     for (int g = 0; g < G; ++g)
-      for (int t = 0; t < T; ++t) acc[g][t] = _mm512_setzero_ps();
+      for (int t = 0; t < T; ++t) acc[g][t] = f[g][t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* blk = p + b * L::kBlockBytes;
       __m512i s[G][T];
@@ -517,6 +486,22 @@ struct PanelKernel {
       const int64_t bx = b * kB / 32;
       __m512 dw[G];
       for (int g = 0; g < G; ++g) dw[g] = _mm512_load_ps(blk + g * gs + L::kDw);
+      if constexpr (kPair) {
+        if (b % 2 == 0) {
+          for (int g = 0; g < G; ++g)
+            for (int t = 0; t < T; ++t) f[g][t] = _mm512_mul_ps(_mm512_cvtepi32_ps(s[g][t]), dw[g]);
+          continue;
+        }
+        for (int t = 0; t < T; ++t) {
+          const __m512 dx = _mm512_set1_ps(reinterpret_cast<const float*>(act + t * as + n_in)[bx]);
+          for (int g = 0; g < G; ++g) {
+            const __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[g][t]), dw[g], f[g][t]);
+            const __m512 d = _mm512_load_ps(blk + g * gs + L::kMw);
+            acc[g][t] = _mm512_fmadd_ps(v, _mm512_mul_ps(d, dx), acc[g][t]);
+          }
+        }
+        continue;
+      }
       for (int t = 0; t < T; ++t) {
         const float* ad = reinterpret_cast<const float*>(act + t * as + n_in);
         const __m512 dx = _mm512_set1_ps(ad[bx]);
@@ -612,8 +597,8 @@ constexpr int64_t kPanelChunk = 64;  // rows per panel (a multiple of 16 * kTile
 template <DType kType>
 constexpr Plan MakePlan() {
   using U = Unpack<kType>;
-  return {U8ActBytes, ConvertU8, PanelLayout<U::kB, U::kMin>::RowBytes, PackPanel<kType>,
-          ComputeTiles<PanelKernel<U::kB, U::kMin>>, kPanelChunk, "avx512/int8-panel"};
+  return {U8ActBytes, ConvertU8, PanelLayout<U::kB, U::kMin || U::kPair>::RowBytes, PackPanel<kType>,
+          ComputeTiles<PanelKernel<U::kB, U::kMin, U::kPair>>, kPanelChunk, "avx512/int8-panel"};
 }
 
 const Plan kQ4_0 = MakePlan<DType::kQ4_0>();
@@ -623,12 +608,12 @@ const Plan kQ8_0 = MakePlan<DType::kQ8_0>();
 const Plan kQ4_K = MakePlan<DType::kQ4_K>();
 const Plan kQ5_K = MakePlan<DType::kQ5_K>();
 const Plan kQ6_K = MakePlan<DType::kQ6_K>();
-const Plan kPackedQ4_0 = {U8ActBytes, ConvertS8, nullptr, nullptr, ComputeTiles<PackedQ4_0Kernel>, kPanelChunk,
+const Plan kPackedQ4_0 = {S8ActBytes, ConvertS8, nullptr, nullptr, ComputeTiles<PackedQ4_0Kernel>, kPanelChunk,
                              "avx512/packed-gemv"};
 // Large batches: unpack each chunk of the packed groups into the panel, then
 // the panel kernel (no unpacking in the inner loop).
 const Plan kPackedQ4_0Panel = {U8ActBytes, ConvertU8, PanelLayout<32, false>::RowBytes, UnpackPackedQ4_0,
-                               ComputeTiles<PanelKernel<32, false>>, kPanelChunk,
+                               ComputeTiles<PanelKernel<32, false, false>>, kPanelChunk,
                                "avx512/packed-panel"};
 
 }  // namespace

@@ -603,7 +603,7 @@ void ComputePanel(const uint8_t* p, int64_t ps, int64_t n_rows, const uint8_t* a
 template <DType kType, int kT>
 void ComputeFused(const uint8_t* w, int64_t ws, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
                   int64_t n_in, float* y, int64_t ldy) {
-  FusedGroupLoop<FusedRowsKernel<kType>, kT>(w, ws, n_rows, RawRowBytes<kType>(n_in), act, as, n_tok, n_in, y, ldy);
+  FusedGroupLoop<FusedRowsKernel<kType>, 8, kT>(w, ws, n_rows, RawRowBytes<kType>(n_in), act, as, n_tok, n_in, y, ldy);
 }
 
 // ---------------------------------------------------------------- plans

@@ -46,6 +46,10 @@ const Plan* Avx2KQuantDecodePlan(DType type);
 // Batched int8 panel plans ("small GEMM", matmul_int8_avx512.cc) for
 // Q4_0/Q4_1/Q5_0/Q8_0/Q4_K/Q5_K/Q6_K; null for other types.
 const Plan* Avx512Int8PanelPlan(DType type);
+// Their small-batch twins (matmul_int8_fused_avx512.cc): the panel's integer
+// sums and f32 fold read straight from the weight rows, so results are
+// bitwise the panel's at every token count; null for other types.
+const Plan* Avx512Int8FusedPlan(DType type);
 // The AVX2 twin (matmul_int8_avx2.cc): Q4_0/Q4_1/Q5_0/Q8_0, and through
 // Avx2KQuantPanelPlan Q4_K/Q5_K/Q6_K; null for other types. The panel (kAuto from a per-type n_tokens, kPanel always) or a
 // fused kernel reading the weight rows directly (kAuto below it, kGemv

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 namespace pagoda::kernels::internal {
 namespace {
@@ -64,6 +66,38 @@ void GroupTileLoop(const uint8_t* p, int64_t ps, int64_t n_rows, const uint8_t* 
     }
     for (; g < n_groups; ++g) {
       RunGroupTok<K, 1, kT>(nt, p + g * gs, gs, n_rows - kGroupRows * g, at, as, n_in, yt + kGroupRows * g, ldy);
+    }
+  }
+}
+
+// The rows [r0, n_rows) (fewer than kGroupRows of them) as kGroupRows full
+// rows of row_bytes, zero padded (zero blocks: levels 0, scale 0, so the
+// missing rows come out 0).
+template <int kGroupRows>
+inline std::vector<uint8_t> PadGroup(const uint8_t* w, int64_t ws, int64_t r0, int64_t n_rows, int64_t row_bytes) {
+  std::vector<uint8_t> pad(kGroupRows * row_bytes, 0);
+  for (int64_t r = r0; r < n_rows; ++r) std::memcpy(pad.data() + (r - r0) * row_bytes, w + r * ws, row_bytes);
+  return pad;
+}
+
+// A fused kernel K (K::Run<1, T> over one group of kGroupRows raw weight
+// rows, stride ws) over rows [0, n_rows), kT tokens at a time; a partial last
+// group reads a zero-padded copy (row_bytes: the bytes of one raw row).
+template <class K, int kGroupRows, int kT>
+void FusedGroupLoop(const uint8_t* w, int64_t ws, int64_t n_rows, int64_t row_bytes, const uint8_t* act, int64_t as,
+                    int64_t n_tok, int64_t n_in, float* y, int64_t ldy) {
+  const int64_t full = n_rows / kGroupRows * kGroupRows;
+  std::vector<uint8_t> pad;
+  if (full < n_rows) pad = PadGroup<kGroupRows>(w, ws, full, n_rows, row_bytes);
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kT) {
+    const int nt = static_cast<int>(std::min<int64_t>(kT, n_tok - t0));
+    const uint8_t* at = act + t0 * as;
+    float* yt = y + t0 * ldy;
+    for (int64_t r = 0; r < full; r += kGroupRows) {
+      RunGroupTok<K, 1, kT>(nt, w + r * ws, ws, kGroupRows, at, as, n_in, yt + r, ldy);
+    }
+    if (full < n_rows) {
+      RunGroupTok<K, 1, kT>(nt, pad.data(), row_bytes, n_rows - full, at, as, n_in, yt + full, ldy);
     }
   }
 }
