@@ -19,7 +19,7 @@ namespace {
 // the checkpoint's rows (same activation rounding, same integer block sums,
 // same f32 order), for every token count and for row counts that are not
 // whole groups or chunks; and matches the scalar reference. AVX-512 VNNI
-// packs Q4_0 (16-row groups), AVX2 Q4_0, Q4_1, Q8_0 and Q4_K (8-row groups); each
+// packs Q4_0 and Q4_K (16-row groups), AVX2 Q4_0, Q4_1, Q8_0 and Q4_K (8-row groups); each
 // ISA level the machine has is run.
 TEST(PackedWeightsTest, MatchesPanelBitwiseAndReference) {
   ThreadPool pool(2);

@@ -2,8 +2,9 @@
 // the layout the active ISA's batched kernels read directly, so batched
 // decode and prefill stop repacking every weight on every call. On AVX-512
 // VNNI, Q4_0 matrices are stored in the int8 panel kernel's groups of 16 rows
-// (matmul_int8_avx512.cc): the same bytes as the checkpoint's tensor (plus
-// padding to whole groups). On AVX2, Q4_0, Q4_1 and Q8_0 are stored as the
+// (matmul_int8_avx512.cc) and Q4_K as 16 rows interleaved by dword
+// (matmul_int8_fused_avx512.cc; read below 64 tokens): the same bytes as the
+// checkpoint's tensor (plus padding to whole groups). On AVX2, Q4_0, Q4_1 and Q8_0 are stored as the
 // AVX2 int8 panel's groups of 8 rows (matmul_int8_avx2.cc; 1.1-1.2x the
 // checkpoint's bytes), and Q4_K as the panel's level bytes with a compact
 // scale record (matmul_int8_kquant_avx2.cc; 1.056x, read below 16 tokens,
