@@ -19,7 +19,7 @@ namespace {
 // the checkpoint's rows (same activation rounding, same integer block sums,
 // same f32 order), for every token count and for row counts that are not
 // whole groups or chunks; and matches the scalar reference. AVX-512 VNNI
-// packs Q4_0 and Q4_K (16-row groups), AVX2 Q4_0, Q4_1, Q8_0 and Q4_K (8-row groups); each
+// packs Q4_0, Q4_K and Q6_K (16-row groups), AVX2 Q4_0, Q4_1, Q8_0 and Q4_K (8-row groups); each
 // ISA level the machine has is run.
 TEST(PackedWeightsTest, MatchesPanelBitwiseAndReference) {
   ThreadPool pool(2);
@@ -28,7 +28,7 @@ TEST(PackedWeightsTest, MatchesPanelBitwiseAndReference) {
   for (const Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
     if (static_cast<int>(isa) > static_cast<int>(top)) continue;
     SetIsaForTesting(isa);
-    for (const DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ8_0, DType::kQ4_K}) {
+    for (const DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
       for (const int64_t n_in : {32, 96, 256, 2048}) {
         if (n_in % GetDTypeInfo(type).block_size != 0) continue;
         for (const int64_t n_out : {1, 7, 16, 40, 64, 100, 130}) {

@@ -352,53 +352,61 @@ void PackQ4KGroup(const uint8_t* w, int64_t ws, int64_t n_rows, int64_t n_in, ui
   }
 }
 
-struct PackedQ4KKernel {
+// One super-block i (at g) of a 16-row group of pre-packed Q4_K into acc.
+struct PackedQ4KSuper {
+  static constexpr int64_t kBytes = kQ4KGroupSuperBytes;
+  template <int T>
+  static void Run(const uint8_t* g, int64_t i, const int8_t* const* a, int64_t nb, int64_t n_in, __m512* acc) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    // Two super-blocks ahead into L1 (single thread, cold weights: 1.37x the
+    // q8k GEMV at one ahead, 1.51x at two, 1.37x at four; none: 0.90x).
+    for (int64_t off = 0; off < kQ4KGroupSuperBytes; off += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(g + 2 * kQ4KGroupSuperBytes + off), _MM_HINT_T0);
+    }
+    Scales st;
+    K4Scales(_mm512_load_si512(g), _mm512_load_si512(g + 64), _mm512_load_si512(g + 128), _mm512_load_si512(g + 192),
+             &st);
+    for (int c = 0; c < 4; ++c) {
+      __m512i s[2][T];
+      for (int t = 0; t < T; ++t) s[0][t] = s[1][t] = _mm512_setzero_si512();
+      const int64_t b0 = 8 * i + 2 * c;
+      for (int q = 0; q < 8; ++q) {
+        const __m512i v = _mm512_load_si512(g + 256 + 64 * (8 * c + q));
+        const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        for (int t = 0; t < T; ++t) {
+          int32_t x0, x1;
+          std::memcpy(&x0, a[t] + 32 * b0 + 4 * q, 4);
+          std::memcpy(&x1, a[t] + 32 * (b0 + 1) + 4 * q, 4);
+          s[0][t] = _mm512_dpbusd_epi32(s[0][t], lo, _mm512_set1_epi32(x0));
+          s[1][t] = _mm512_dpbusd_epi32(s[1][t], hi, _mm512_set1_epi32(x1));
+        }
+      }
+      for (int h = 0; h < 2; ++h) {
+        const int64_t b = b0 + h;
+        for (int t = 0; t < T; ++t) {
+          const float* dv = reinterpret_cast<const float*>(a[t] + n_in);
+          const __m512 dx = _mm512_set1_ps(dv[b]);
+          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[h][t]), _mm512_mul_ps(st.dw[2 * c + h], dx), acc[t]);
+          acc[t] = _mm512_fmadd_ps(st.mw[2 * c + h], _mm512_set1_ps(dv[2 * nb + b]), acc[t]);
+        }
+      }
+    }
+  }
+};
+
+// A pre-packed kernel over one 16-row group: S::Run per super-block.
+template <class S>
+struct PackedKKernel {
   template <int G, int T>
-  static void Run(const uint8_t* p, int64_t, int64_t rows_left, const uint8_t* act, int64_t as, int64_t n_in,
-                  float* y, int64_t ldy) {
+  static void Run(const uint8_t* p, int64_t, int64_t rows_left, const uint8_t* act, int64_t as, int64_t n_in, float* y,
+                  int64_t ldy) {
     static_assert(G == 1);
     const int64_t nb = n_in / 32, n_super = n_in / kQK_K;
     const int8_t* a[T];
     for (int t = 0; t < T; ++t) a[t] = reinterpret_cast<const int8_t*>(act + t * as);
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    for (int64_t i = 0; i < n_super; ++i) {
-      const uint8_t* g = p + i * kQ4KGroupSuperBytes;
-      // Two super-blocks ahead into L1 (single thread, cold weights: 1.37x the
-      // q8k GEMV at one ahead, 1.51x at two, 1.37x at four; none: 0.90x).
-      for (int64_t off = 0; off < kQ4KGroupSuperBytes; off += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(g + 2 * kQ4KGroupSuperBytes + off), _MM_HINT_T0);
-      }
-      Scales st;
-      K4Scales(_mm512_load_si512(g), _mm512_load_si512(g + 64), _mm512_load_si512(g + 128),
-               _mm512_load_si512(g + 192), &st);
-      for (int c = 0; c < 4; ++c) {
-        __m512i s[2][T];
-        for (int t = 0; t < T; ++t) s[0][t] = s[1][t] = _mm512_setzero_si512();
-        const int64_t b0 = 8 * i + 2 * c;
-        for (int q = 0; q < 8; ++q) {
-          const __m512i v = _mm512_load_si512(g + 256 + 64 * (8 * c + q));
-          const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-          for (int t = 0; t < T; ++t) {
-            int32_t x0, x1;
-            std::memcpy(&x0, a[t] + 32 * b0 + 4 * q, 4);
-            std::memcpy(&x1, a[t] + 32 * (b0 + 1) + 4 * q, 4);
-            s[0][t] = _mm512_dpbusd_epi32(s[0][t], lo, _mm512_set1_epi32(x0));
-            s[1][t] = _mm512_dpbusd_epi32(s[1][t], hi, _mm512_set1_epi32(x1));
-          }
-        }
-        for (int h = 0; h < 2; ++h) {
-          const int64_t b = b0 + h;
-          for (int t = 0; t < T; ++t) {
-            const float* dv = reinterpret_cast<const float*>(a[t] + n_in);
-            const __m512 dx = _mm512_set1_ps(dv[b]);
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[h][t]), _mm512_mul_ps(st.dw[2 * c + h], dx), acc[t]);
-            acc[t] = _mm512_fmadd_ps(st.mw[2 * c + h], _mm512_set1_ps(dv[2 * nb + b]), acc[t]);
-          }
-        }
-      }
-    }
+    for (int64_t i = 0; i < n_super; ++i) S::template Run<T>(p + i * S::kBytes, i, a, nb, n_in, acc);
     const __mmask16 m = static_cast<__mmask16>((1u << std::min<int64_t>(rows_left, 16)) - 1);
     for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy, m, acc[t]);
   }
@@ -406,7 +414,92 @@ struct PackedQ4KKernel {
 
 void ComputePackedQ4K(const uint8_t* p, int64_t ps, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
                       int64_t n_in, float* y, int64_t ldy) {
-  GroupTileLoop<PackedQ4KKernel, 16, 1, 4>(p, ps, n_rows, act, as, n_tok, n_in, y, ldy);
+  GroupTileLoop<PackedKKernel<PackedQ4KSuper>, 16, 1, 4>(p, ps, n_rows, act, as, n_tok, n_in, y, ldy);
+}
+
+// ---------------------------------------------------------------- pre-packed Q6_K
+//
+// The same for Q6_K: per group of 16 rows and super-block, 16 x 210 = 3360
+// bytes (not a multiple of 64: unaligned loads):
+//   32 vectors: dword q of ql of rows 0..15       (at 64 q)
+//   16 vectors: dword q of qh                     (at 2048 + 64 q)
+//   4 vectors:  dword q of the 16 int8 scales     (at 3072 + 64 q)
+//   16 fp16:    d of rows 0..15                   (at 3328)
+// Sub-block k (32 elements) of half n = k / 4, g = k % 4: dword q (elements
+// 4q..4q+3) has its low bits in ql vector 16 n + 8 (g & 1) + q (low nibble
+// for g < 2, high for g >= 2) and bits 2g, 2g + 1 of qh vector 8 n + q. The
+// integer sums and fold are the panel's (kPair, as Fused<kQ6_K>).
+constexpr int64_t kQ6KGroupSuperBytes = 16 * sizeof(BlockQ6_K);
+
+void PackQ6KGroup(const uint8_t* w, int64_t ws, int64_t n_rows, int64_t n_in, uint8_t* dst) {
+  const int64_t n_super = n_in / kQK_K;
+  std::memset(dst, 0, n_super * kQ6KGroupSuperBytes);
+  for (int64_t i = 0; i < n_super; ++i) {
+    uint8_t* o = dst + i * kQ6KGroupSuperBytes;
+    for (int64_t r = 0; r < n_rows; ++r) {
+      const uint8_t* b = w + r * ws + i * sizeof(BlockQ6_K);
+      for (int q = 0; q < 32; ++q) std::memcpy(o + 64 * q + 4 * r, b + offsetof(BlockQ6_K, ql) + 4 * q, 4);
+      for (int q = 0; q < 16; ++q) std::memcpy(o + 2048 + 64 * q + 4 * r, b + offsetof(BlockQ6_K, qh) + 4 * q, 4);
+      for (int q = 0; q < 4; ++q) std::memcpy(o + 3072 + 64 * q + 4 * r, b + offsetof(BlockQ6_K, scales) + 4 * q, 4);
+      std::memcpy(o + 3328 + 2 * r, b + offsetof(BlockQ6_K, d), 2);
+    }
+  }
+}
+
+inline __m512i LoadU(const uint8_t* p) { return _mm512_loadu_si512(p); }
+
+// One super-block i (at g) of a 16-row group of pre-packed Q6_K into acc.
+struct PackedQ6KSuper {
+  static constexpr int64_t kBytes = kQ6KGroupSuperBytes;
+  template <int T>
+  static void Run(const uint8_t* g, int64_t i, const int8_t* const* a, int64_t nb, int64_t n_in, __m512* acc) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    for (int64_t off = 0; off < kQ6KGroupSuperBytes; off += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(g + 2 * kQ6KGroupSuperBytes + off), _MM_HINT_T0);
+    }
+    __m512 sc[16];
+    for (int q = 0; q < 4; ++q) {
+      const __m512i v = LoadU(g + 3072 + 64 * q);
+      for (int j = 0; j < 4; ++j)
+        sc[4 * q + j] = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * j), 24));
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 3328)));
+    for (int k = 0; k < 8; ++k) {
+      const int n = k / 4, gg = k % 4;
+      const int64_t b = 8 * i + k;
+      __m512i s[2][T];
+      for (int t = 0; t < T; ++t) s[0][t] = s[1][t] = _mm512_setzero_si512();
+      for (int q = 0; q < 8; ++q) {
+        const __m512i l = LoadU(g + 64 * (16 * n + 8 * (gg & 1) + q));
+        const __m512i h = LoadU(g + 2048 + 64 * (8 * n + q));
+        const __m512i lo = _mm512_and_si512(gg < 2 ? l : _mm512_srli_epi16(l, 4), m4);
+        const __m512i hs = gg == 0   ? _mm512_slli_epi16(h, 4)
+                           : gg == 1 ? _mm512_slli_epi16(h, 2)
+                           : gg == 2 ? h
+                                     : _mm512_srli_epi16(h, 2);
+        const __m512i u = _mm512_or_si512(lo, _mm512_and_si512(hs, m30));
+        for (int t = 0; t < T; ++t) {
+          int32_t x;
+          std::memcpy(&x, a[t] + 32 * b + 4 * q, 4);
+          s[q / 4][t] = _mm512_dpbusd_epi32(s[q / 4][t], u, _mm512_set1_epi32(x));
+        }
+      }
+      for (int t = 0; t < T; ++t) {
+        const float* dv = reinterpret_cast<const float*>(a[t] + n_in);
+        const int32_t* half = reinterpret_cast<const int32_t*>(dv + 3 * nb) + 2 * b;
+        const __m512i lo = _mm512_sub_epi32(s[0][t], _mm512_set1_epi32(32 * half[0]));
+        const __m512i hi = _mm512_sub_epi32(s[1][t], _mm512_set1_epi32(32 * half[1]));
+        const __m512 f =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), sc[2 * k + 1], _mm512_mul_ps(_mm512_cvtepi32_ps(lo), sc[2 * k]));
+        acc[t] = _mm512_fmadd_ps(f, _mm512_mul_ps(d, _mm512_set1_ps(dv[b])), acc[t]);
+      }
+    }
+  }
+};
+
+void ComputePackedQ6K(const uint8_t* p, int64_t ps, int64_t n_rows, const uint8_t* act, int64_t as, int64_t n_tok,
+                      int64_t n_in, float* y, int64_t ldy) {
+  GroupTileLoop<PackedKKernel<PackedQ6KSuper>, 16, 1, 4>(p, ps, n_rows, act, as, n_tok, n_in, y, ldy);
 }
 
 constexpr int64_t kFusedChunk = 32;  // rows per work item (two groups of 16)
@@ -424,6 +517,7 @@ const Plan kQ4_K = MakePlan<DType::kQ4_K>();
 const Plan kQ5_K = MakePlan<DType::kQ5_K>();
 const Plan kQ6_K = MakePlan<DType::kQ6_K>();
 const Plan kPackedQ4K = {S8ActBytes, ConvertS8, nullptr, nullptr, ComputePackedQ4K, kFusedChunk, "avx512/packed-gemv"};
+const Plan kPackedQ6K = {S8ActBytes, ConvertS8, nullptr, nullptr, ComputePackedQ6K, kFusedChunk, "avx512/packed-gemv"};
 
 }  // namespace
 
@@ -448,15 +542,19 @@ const Plan* Avx512Int8FusedPlan(DType type) {
   }
 }
 
-int64_t Avx512PackedQ4KBytes(int64_t n_rows, int64_t n_in) {
+int64_t Avx512PackedKBytes(DType type, int64_t n_rows, int64_t n_in) {
   if (n_in % kQK_K != 0) return 0;
-  return (n_rows + 15) / 16 * (n_in / kQK_K) * kQ4KGroupSuperBytes;
+  const int64_t per = type == DType::kQ4_K ? kQ4KGroupSuperBytes : type == DType::kQ6_K ? kQ6KGroupSuperBytes : 0;
+  return (n_rows + 15) / 16 * (n_in / kQK_K) * per;
 }
 
-void Avx512PackQ4KRows(const uint8_t* w, int64_t w_stride, int64_t n_rows, int64_t n_in, uint8_t* dst) {
-  PackQ4KGroup(w, w_stride, n_rows, n_in, dst);
+void Avx512PackKRows(DType type, const uint8_t* w, int64_t w_stride, int64_t n_rows, int64_t n_in, uint8_t* dst) {
+  if (type == DType::kQ4_K) return PackQ4KGroup(w, w_stride, n_rows, n_in, dst);
+  PackQ6KGroup(w, w_stride, n_rows, n_in, dst);
 }
 
-const Plan* Avx512PackedQ4KPlan() { return &kPackedQ4K; }
+const Plan* Avx512PackedKPlan(DType type) {
+  return type == DType::kQ4_K ? &kPackedQ4K : type == DType::kQ6_K ? &kPackedQ6K : nullptr;
+}
 
 }  // namespace pagoda::kernels::internal

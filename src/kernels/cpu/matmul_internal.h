@@ -50,13 +50,14 @@ const Plan* Avx512Int8PanelPlan(DType type);
 // sums and f32 fold read straight from the weight rows, so results are
 // bitwise the panel's at every token count; null for other types.
 const Plan* Avx512Int8FusedPlan(DType type);
-// Pre-packed Q4_K for them (matmul_int8_fused_avx512.cc; the checkpoint's
-// bytes, 16 rows interleaved by dword): bytes for n_rows rows (0 if n_in is
-// not whole super-blocks), the packing of one group of <= 16 rows, and the
-// plan reading it (bitwise the panel's results).
-int64_t Avx512PackedQ4KBytes(int64_t n_rows, int64_t n_in);
-void Avx512PackQ4KRows(const uint8_t* w, int64_t w_stride, int64_t n_rows, int64_t n_in, uint8_t* dst);
-const Plan* Avx512PackedQ4KPlan();
+// Pre-packed Q4_K and Q6_K for them (matmul_int8_fused_avx512.cc; the
+// checkpoint's bytes, 16 rows interleaved by dword): bytes for n_rows rows
+// (0 for other types, or if n_in is not whole super-blocks), the packing of
+// one group of <= 16 rows, and the plan reading it (bitwise the panel's
+// results; null for other types).
+int64_t Avx512PackedKBytes(DType type, int64_t n_rows, int64_t n_in);
+void Avx512PackKRows(DType type, const uint8_t* w, int64_t w_stride, int64_t n_rows, int64_t n_in, uint8_t* dst);
+const Plan* Avx512PackedKPlan(DType type);
 // The AVX2 twin (matmul_int8_avx2.cc): Q4_0/Q4_1/Q5_0/Q8_0, and through
 // Avx2KQuantPanelPlan Q4_K/Q5_K/Q6_K; null for other types. The panel (kAuto from a per-type n_tokens, kPanel always) or a
 // fused kernel reading the weight rows directly (kAuto below it, kGemv
