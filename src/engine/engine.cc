@@ -113,6 +113,11 @@ Engine::Engine(Model& model, const EngineOptions& options, std::unique_ptr<Paged
     // their salt just before (its digest goes out in extra_keys).
     scheduler_.SetBeforeCommit([c = kv_events_.get()](const Sequence& s) { c->SetSalt(s.request().cache_salt); });
     kv_->SetTierEventSink([c = kv_events_.get()](const kv::TierEvent& e) { c->Add(e); });
+    // What a restarted replica's disk tier still holds, right after the
+    // AllBlocksCleared, so a router credits it as DISK.
+    if (const int64_t n = kv_->AnnounceOpenedBlocks(); n > 0) {
+      PAGODA_LOG(Info) << "KV events: announcing " << n << " offloaded blocks found at start";
+    }
   }
 }
 

@@ -46,9 +46,10 @@ void KvEventCollector::Add(const kv::TierEvent& e) {
   }
   std::vector<kvevents::KvEvent>& events = batch_.events;
   auto* last = events.empty() ? nullptr : std::get_if<kvevents::BlockStored>(&events.back());
-  if (last == nullptr || last->medium != e.medium || e.parent != last_stored_) {
+  if (last == nullptr || last->medium != e.medium || e.first || e.parent != last_stored_) {
     kvevents::BlockStored s;
-    s.parent_block_hash = ExternalHash(e.parent);
+    // A chain's first block goes out with a nil parent, as the pool's do.
+    if (!e.first) s.parent_block_hash = ExternalHash(e.parent);
     s.block_size = block_size_;
     s.medium = std::string(e.medium);
     last = &std::get<kvevents::BlockStored>(events.emplace_back(std::move(s)));

@@ -34,8 +34,10 @@ class KvEventCollector {
   void SetSalt(std::string_view salt);
   void Add(const kv::PrefixCacheEvent& e);
   // An offload tier's store or removal, in the tier's medium. A stored
-  // block names its parent by hash (never nil: the router already knows the
-  // block from its pool event and only adds the medium) and carries no salt.
+  // block names its parent by hash (the router already knows the block from
+  // its pool event and only adds the medium) and carries no salt; a block
+  // announced after a restart that starts an unsalted chain (e.first) goes
+  // out with a nil parent, as the pool's first blocks do.
   void Add(const kv::TierEvent& e);
   // The whole cache was emptied: what came before in this step is moot.
   void AddCleared();

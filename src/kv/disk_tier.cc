@@ -119,6 +119,7 @@ struct DiskTier::Impl {
   KvTierStats stats;
   int64_t write_errors = 0;
   std::vector<BlockHash> removed;  // unindexed since the last TakeRemoved (bounded)
+  std::vector<BlockRecord> opened;  // what Scan indexed, until TakeOpened
   std::vector<uint8_t> write_buffer;  // the writer thread's
   // Last: destroyed (drained, writer joined) before what its writes touch.
   std::unique_ptr<WriteBehindQueue> queue;
@@ -175,6 +176,7 @@ Status DiskTier::Impl::Scan() {
     fs::file_time_type mtime;
     BlockHash hash;
     int64_t bytes;
+    BlockRecord rec;
   };
   std::vector<Found> found;
   std::vector<uint8_t> header;
@@ -202,13 +204,17 @@ Status DiskTier::Impl::Scan() {
       ++refused;
       continue;
     }
-    found.push_back(Found{mtime, rec->hash, size});
+    found.push_back(Found{mtime, rec->hash, size, std::move(*rec)});
   }
   if (ec) return IoError("KV disk tier: cannot scan " + dir.string() + ": " + ec.message());
   std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.mtime < b.mtime; });
   for (const Found& f : found) Insert(f.hash, f.bytes);
   stats.corrupt += refused;
   for (const std::string& path : TakeOverflow()) Remove(path);
+  removed.clear();  // dropped before anyone knew of them: nothing to announce
+  for (Found& f : found) {
+    if (index.count(f.hash) != 0) opened.push_back(std::move(f.rec));
+  }
   if (refused > 0) {
     PAGODA_LOG(Warning) << "KV disk tier: deleted " << refused << " unusable block files";
   }
@@ -398,6 +404,13 @@ void DiskTier::TakeRemoved(std::vector<BlockHash>* out) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   out->insert(out->end(), impl_->removed.begin(), impl_->removed.end());
   impl_->removed.clear();
+}
+
+void DiskTier::TakeOpened(std::vector<BlockRecord>* out) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (BlockRecord& r : impl_->opened) out->push_back(std::move(r));
+  impl_->opened.clear();
+  impl_->opened.shrink_to_fit();
 }
 
 KvTierStats DiskTier::stats() const {

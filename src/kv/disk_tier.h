@@ -60,6 +60,7 @@ class DiskTier final : public KvTier {
   void Flush() override;
   KvTierStats stats() const override;
   void TakeRemoved(std::vector<BlockHash>* out) override;
+  void TakeOpened(std::vector<BlockRecord>* out) override;
   void WillNeed(const BlockHash& hash) override;
 
  private:

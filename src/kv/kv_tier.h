@@ -93,6 +93,11 @@ class KvTier {
   // backlog is kept between calls. Tiers that cannot tell (Redis evicts on
   // its own) report nothing.
   virtual void TakeRemoved(std::vector<BlockHash>* out) { (void)out; }
+  // Appends the records (hash, parent, tokens) of the blocks the tier found
+  // when it opened, once (later calls append nothing), so a restarted
+  // replica can announce them in KV events. Tiers without a startup scan
+  // (Redis is shared and evicts on its own) report nothing.
+  virtual void TakeOpened(std::vector<BlockRecord>* out) { (void)out; }
 };
 
 inline size_t FirstTierHolding(std::span<KvTier* const> tiers, const BlockHash& hash) {

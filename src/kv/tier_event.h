@@ -29,6 +29,7 @@ struct TierEvent {
   BlockHash hash;
   BlockHash parent;                  // kStored: the block's parent (a root hash for a first block)
   std::span<const int32_t> tokens;   // kStored: its [block_size] tokens; valid only during the call
+  bool first = false;                // kStored: the first block of an unsalted chain (parent is its root)
 };
 using TierEventSink = std::function<void(const TierEvent&)>;
 

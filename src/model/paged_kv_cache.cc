@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "kv/redis_tier.h"
 
@@ -394,6 +396,40 @@ void PagedKvCache::DrainTierEvents() {
       tier_sink_(kv::TierEvent{kv::TierEvent::Kind::kRemoved, kv::MediumOfTier(tier->name()), h, {}, {}});
     }
   }
+}
+
+int64_t PagedKvCache::AnnounceOpenedBlocks() {
+  if (!tier_sink_) return 0;
+  int64_t announced = 0;
+  const kv::BlockHash root = prefix_->hasher().Root("");
+  for (kv::KvTier* tier : tiers_) {
+    std::vector<kv::BlockRecord> recs;
+    tier->TakeOpened(&recs);
+    if (recs.empty()) continue;
+    std::unordered_multimap<kv::BlockHash, size_t, kv::BlockHashHasher> children;
+    for (size_t i = 0; i < recs.size(); ++i) children.emplace(recs[i].parent, i);
+    // Depth first from the root, so a chain's blocks go out one after
+    // another (the collector joins them into one BlockStored).
+    std::vector<size_t> stack;
+    auto push_children = [&](const kv::BlockHash& h) {
+      auto [b, e] = children.equal_range(h);
+      for (auto it = b; it != e; ++it) stack.push_back(it->second);
+    };
+    push_children(root);
+    const std::string_view medium = kv::MediumOfTier(tier->name());
+    // A chain has no cycles (a hash collision could fake one): each record
+    // goes out at most once per tier.
+    size_t sent = 0;
+    while (!stack.empty() && sent < recs.size()) {
+      const kv::BlockRecord& r = recs[stack.back()];
+      stack.pop_back();
+      tier_sink_(kv::TierEvent{kv::TierEvent::Kind::kStored, medium, r.hash, r.parent, r.tokens, r.parent == root});
+      ++announced;
+      ++sent;
+      push_children(r.hash);
+    }
+  }
+  return announced;
 }
 
 int32_t PagedKvCache::OffloadCachedBlocks() {

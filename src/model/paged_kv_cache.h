@@ -160,6 +160,13 @@ class PagedKvCache final : public KvCache {
   // Hands the blocks the tiers dropped since the last call to the sink (the
   // engine calls it before each batch of KV events goes out).
   void DrainTierEvents();
+  // Hands the sink a stored event for each block the tiers found when they
+  // opened (a restarted replica's disk tier) that chains up, block by block
+  // through blocks also found, to the unsalted root: parents before
+  // children, so a router rebuilds the chains. Blocks of salted chains
+  // (their salt is not on disk) or whose ancestors are gone stay unannounced
+  // and are still found by requests. Returns how many were announced.
+  int64_t AnnounceOpenedBlocks();
   // Hands every registered block not yet on disk to the disk tier, waiting
   // for room in its queue (shutdown); returns how many. 0 without a tier.
   int32_t OffloadCachedBlocks();

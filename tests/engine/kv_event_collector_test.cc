@@ -344,6 +344,52 @@ TEST_P(KvEventCollectorDiskTest, DiskTierBlocksAreAnnouncedInTheirMedium) {
   EXPECT_GT(restored_cpu, 0);
   EXPECT_EQ(static_cast<int32_t>(cpu.size()), kv.prefix_cache().n_registered());
   engine->reset();  // writes the pool's blocks at shutdown, into the directory
+
+  // Restart on the same directory: right after its AllBlocksCleared the new
+  // engine announces, in DISK, every block on disk whose chain reaches the
+  // root through blocks also on disk, parents first, first blocks with a nil
+  // parent, so a router rebuilds the chains.
+  batches_.clear();
+  applied_ = 0;
+  auto again = Engine::Create(*l_.model, o);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  (*again)->Step();
+  ASSERT_FALSE(batches_.empty());
+  const auto& events = batches_[0].events;
+  ASSERT_FALSE(events.empty());
+  EXPECT_TRUE(std::holds_alternative<kvevents::AllBlocksCleared>(events[0]));
+  const kv::KvTier* tier = (*again)->kv_cache().disk_tier();
+  ASSERT_NE(tier, nullptr);
+  std::set<uint64_t> announced;
+  for (size_t i = 1; i < events.size(); ++i) {
+    const auto* st = std::get_if<kvevents::BlockStored>(&events[i]);
+    ASSERT_NE(st, nullptr) << "only stores follow the clear";
+    ASSERT_EQ(st->medium, std::optional<std::string>("DISK"));
+    std::optional<uint64_t> parent;
+    if (st->parent_block_hash) parent = st->parent_block_hash->int_value();
+    for (size_t j = 0; j < st->block_hashes.size(); ++j) {
+      const uint64_t h = st->block_hashes[j].int_value();
+      const RefBlock& ref = ref_.at(h);
+      EXPECT_EQ(parent, ref.parent);
+      if (parent) EXPECT_EQ(announced.count(*parent), 1u) << "a child before its parent";
+      EXPECT_EQ(std::vector<int32_t>(st->token_ids.begin() + j * kBlock, st->token_ids.begin() + (j + 1) * kBlock),
+                ref.tokens);
+      EXPECT_TRUE(tier->Contains(ref.hash));
+      EXPECT_TRUE(announced.insert(h).second);
+      parent = h;
+    }
+  }
+  std::set<uint64_t> want;
+  for (const auto& [lo, b] : ref_) {
+    bool reaches = true;
+    for (std::optional<uint64_t> at = lo; at && reaches; at = ref_.at(*at).parent) {
+      reaches = tier->Contains(ref_.at(*at).hash);
+    }
+    if (reaches) want.insert(lo);
+  }
+  EXPECT_FALSE(want.empty());
+  EXPECT_EQ(announced, want);
+  again->reset();
   std::filesystem::remove_all(dir);
 }
 

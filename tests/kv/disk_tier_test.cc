@@ -1,5 +1,6 @@
 #include "kv/disk_tier.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -133,6 +134,57 @@ TEST_F(DiskTierTest, BlocksSurviveARestart) {
   }
   EXPECT_FALSE(Put(*t, blocks[0]));  // stored already
   EXPECT_EQ(t->stats().dropped, 1);
+}
+
+// A restarted tier hands over what its scan found, once, with each
+// record's parent and tokens (for the engine's KV events); a fresh tier
+// found nothing.
+TEST_F(DiskTierTest, HandsOverTheBlocksItFoundAtOpenOnce) {
+  const BlockLayout l = Layout();
+  std::vector<Block> blocks;
+  for (uint64_t i = 1; i <= 4; ++i) blocks.push_back(MakeBlock(l, i));
+  {
+    auto t = Open(Options());
+    ASSERT_TRUE(t);
+    std::vector<BlockRecord> none;
+    t->TakeOpened(&none);
+    EXPECT_TRUE(none.empty());
+    for (const Block& b : blocks) EXPECT_TRUE(Put(*t, b));
+  }
+  auto t = Open(Options());
+  ASSERT_TRUE(t);
+  std::vector<BlockRecord> got;
+  t->TakeOpened(&got);
+  ASSERT_EQ(got.size(), blocks.size());
+  std::sort(got.begin(), got.end(), [](const BlockRecord& a, const BlockRecord& b) { return a.hash.lo < b.hash.lo; });
+  std::sort(blocks.begin(), blocks.end(), [](const Block& a, const Block& b) { return a.hash.lo < b.hash.lo; });
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    EXPECT_EQ(got[i].hash, blocks[i].hash);
+    EXPECT_EQ(got[i].parent, blocks[i].parent);
+    EXPECT_EQ(got[i].tokens, blocks[i].tokens);
+  }
+  std::vector<BlockRecord> again;
+  t->TakeOpened(&again);
+  EXPECT_TRUE(again.empty());
+}
+
+// Files the size bound deletes at open are neither handed over nor reported removed.
+TEST_F(DiskTierTest, OpenedBlocksLeaveOutWhatTheBoundDeleted) {
+  const BlockLayout l = Layout();
+  {
+    auto t = Open(Options(10));
+    ASSERT_TRUE(t);
+    for (uint64_t i = 1; i <= 6; ++i) EXPECT_TRUE(Put(*t, MakeBlock(l, i)));
+  }
+  auto t = Open(Options(3));
+  ASSERT_TRUE(t);
+  std::vector<BlockRecord> got;
+  t->TakeOpened(&got);
+  ASSERT_EQ(got.size(), 3u);
+  for (const BlockRecord& r : got) EXPECT_TRUE(t->Contains(r.hash));
+  std::vector<BlockHash> removed;
+  t->TakeRemoved(&removed);
+  EXPECT_TRUE(removed.empty());
 }
 
 TEST_F(DiskTierTest, CorruptFileIsDataLossAndDeleted) {
